@@ -329,24 +329,13 @@ pub fn py_tuple(sizes: &[i64]) -> String {
 /// Appends `, suffix` items, moving one to a new line when it would pass the line width
 /// (`_add_suffixes`).
 #[doc(hidden)]
-pub fn add_suffixes(mut out: String, suffixes: &[String], indent: usize) -> String {
-    // Python computes `len(s) - s.rfind('\n') + 1`, with rfind = -1 when there is no newline.
-    let last_nl = out.rfind('\n').map_or(-1, |p| p as i64);
-    let mut last_line_len = (out.len() as i64 - last_nl + 1) as usize;
-    for suffix in suffixes {
-        if last_line_len + suffix.len() + 2 > LINEWIDTH {
-            out.push_str(",\n");
-            out.push_str(&" ".repeat(indent));
-            out.push_str(suffix);
-            last_line_len = indent + suffix.len();
-        } else {
-            out.push_str(", ");
-            out.push_str(suffix);
-            last_line_len += suffix.len() + 2;
-        }
-    }
-    out.push(')');
-    out
+pub fn add_suffixes(out: String, suffixes: &[String], indent: usize) -> String {
+    add_suffixes_forced(out, suffixes, indent, false)
+}
+
+/// Whether PyTorch leaves the dtype out of a tensor's text (`has_default_dtype`).
+fn has_default_dtype(dtype: ScalarType) -> bool {
+    matches!(dtype, ScalarType::F32 | ScalarType::C64 | ScalarType::I64 | ScalarType::Bool)
 }
 
 /// A member tensor's text inside a sparse tensor's: `_tensor_str` (no dtype), with its size
@@ -368,7 +357,7 @@ fn sparse_repr(t: &Tensor) -> String {
     let Some(sp) = t.sparse_impl() else { return tensor_repr(t) };
     let parts = sp.parts();
     let mut suffixes = vec![format!("size={}", py_tuple(t.sizes())), format!("nnz={}", sp.nnz())];
-    if !matches!(dtype, ScalarType::F32 | ScalarType::C64 | ScalarType::I64 | ScalarType::Bool) {
+    if !has_default_dtype(dtype) {
         suffixes.push(format!("dtype=torch.{}", dtype.name()));
     }
     let member = |name: &str, imp: &std::sync::Arc<c10::TensorImpl>| {
@@ -398,8 +387,10 @@ fn sparse_repr(t: &Tensor) -> String {
     add_suffixes_forced(format!("{PREFIX}{body}"), &suffixes, indent, t.layout() == c10::Layout::SparseCoo)
 }
 
-/// [`add_suffixes`] whose first suffix may be forced onto a new line (`force_newline`).
+/// [`add_suffixes`] whose first suffix may be forced onto a new line (`force_newline`, as for
+/// a COO tensor).
 fn add_suffixes_forced(mut out: String, suffixes: &[String], indent: usize, mut force_newline: bool) -> String {
+    // Python computes `len(s) - s.rfind('\n') + 1`, with rfind = -1 when there is no newline.
     let last_nl = out.rfind('\n').map_or(-1, |p| p as i64);
     let mut last_line_len = (out.len() as i64 - last_nl + 1) as usize;
     for suffix in suffixes {
@@ -447,7 +438,7 @@ fn tensor_repr(t: &Tensor) -> String {
         }
         "[]".to_string()
     } else {
-        if !matches!(dtype, ScalarType::F32 | ScalarType::C64 | ScalarType::I64 | ScalarType::Bool) {
+        if !has_default_dtype(dtype) {
             suffixes.push(dtype_suffix);
         }
         tensor_str(t, indent)

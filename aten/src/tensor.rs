@@ -338,11 +338,17 @@ impl Tensor {
         ))
     }
 
+    /// PyTorch's error for reading the elements of a tensor without storage (a sparse one).
+    fn check_storage(&self, op: &str) -> Result<()> {
+        if self.imp.sparse().is_none() {
+            return Ok(());
+        }
+        Err(Error::invalid(op, "Cannot access data pointer of Tensor that doesn't have storage"))
+    }
+
     /// Element 0 as a typed pointer, checking the dtype.
     pub fn typed_data_ptr<T: Element>(&self) -> Result<*mut T> {
-        if self.imp.sparse().is_some() {
-            return Err(Error::invalid("data_ptr", "Cannot access data pointer of Tensor that doesn't have storage"));
-        }
+        self.check_storage("data_ptr")?;
         if self.dtype() != T::DTYPE {
             return Err(Error::DtypeMismatch { op: "data_ptr".into(), expected: T::DTYPE, actual: self.dtype() });
         }
@@ -351,10 +357,8 @@ impl Tensor {
 
     /// Copies the elements out in row-major order, converting to `T` with PyTorch's cast rules.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        if self.imp.sparse().is_some() {
-            // PyTorch's tolist() of a sparse tensor fails the same way.
-            return Err(Error::invalid("tolist", "Cannot access data pointer of Tensor that doesn't have storage"));
-        }
+        // PyTorch's tolist() of a sparse tensor fails the same way.
+        self.check_storage("tolist")?;
         if !self.device().is_cpu() {
             // Through the device's copy kernel (PyTorch's `tolist()` works on any device).
             return crate::ops::_to_copy(self, None, None, Some(Device::CPU), None, false, None)?.to_vec();

@@ -276,7 +276,7 @@ fn avg_pool_nd(
     let window = |t: &Tensor, groups: i64| -> Result<Tensor> {
         let mut shape = vec![groups, 1];
         shape.extend(&k);
-        let kernel = ops::ones(&shape, Some(x.dtype()), None, None, None)?;
+        let kernel = ops::ones(&shape, Some(x.dtype()), None, Some(x.device()), None)?;
         let zeros = vec![0; nsp];
         ops::convolution(t, &kernel, None, &s, &zeros, &vec![1; nsp], false, &zeros, groups)
     };
@@ -287,7 +287,7 @@ fn avg_pool_nd(
     } else {
         let mut shape = vec![1, 1];
         shape.extend(&sp);
-        let plane = ops::ones(&shape, Some(x.dtype()), None, None, None)?;
+        let plane = ops::ones(&shape, Some(x.dtype()), None, Some(x.device()), None)?;
         let fill = if count_include_pad { 1.0 } else { 0.0 };
         let plane = ops::constant_pad_nd(&plane, &pads(&|i| p[i], &|i| p[i]), Scalar::Float(fill))?;
         let plane = ops::constant_pad_nd(&plane, &pads(&|_| 0, &|i| extra[i]), Scalar::Int(0))?;
@@ -326,7 +326,7 @@ fn adaptive_matrix(input: i64, output: i64, like: &Tensor) -> Result<Tensor> {
             m[(i * input + j) as usize] = 1.0 / (end - start) as f64;
         }
     }
-    Tensor::from_vec(m, &[output, input])?.to(like.dtype()).call()
+    Tensor::from_vec(m, &[output, input])?.to(like.dtype()).call()?.to_device(like.device())
 }
 
 /// `adaptive_avg_pool2d` as `A_h @ x @ A_w^T` with averaging matrices.
@@ -367,7 +367,7 @@ fn upsample_nearest_nd(
     for (k, idx) in plan.into_iter().enumerate() {
         let n = idx.len() as i64;
         let idx: Vec<i64> = idx.into_iter().map(|i| i as i64).collect();
-        x = ops::index_select(&x, (2 + k) as i64, &Tensor::from_vec(idx, &[n])?)?;
+        x = ops::index_select(&x, (2 + k) as i64, &Tensor::from_vec(idx, &[n])?.to_device(x.device())?)?;
     }
     Ok(x)
 }
@@ -408,7 +408,7 @@ fn interpolation_matrix(plan: &[(usize, usize, f64, f64)], input: i64, like: &Te
         m[o * input as usize + i0] += l0;
         m[o * input as usize + i1] += l1;
     }
-    Tensor::from_vec(m, &[out as i64, input])?.to(like.dtype()).call()
+    Tensor::from_vec(m, &[out as i64, input])?.to(like.dtype()).call()?.to_device(like.device())
 }
 
 /// `upsample_bilinear2d.vec` as `A_h @ x @ A_w^T`, with the kernel's interpolation weights.
@@ -558,7 +558,7 @@ pub fn scaled_dot_product_attention(
     let mut scores = scale(&ops::matmul(query, &ops::transpose(&k, -2, -1)?)?, sc)?;
     let (l, s) = (query.sizes()[query.dim() - 2], k.sizes()[k.dim() - 2]);
     if is_causal {
-        let keep = ops::tril(&ops::ones(&[l, s], Some(c10::ScalarType::Bool), None, None, None)?, 0)?;
+        let keep = ops::tril(&ops::ones(&[l, s], Some(c10::ScalarType::Bool), None, Some(query.device()), None)?, 0)?;
         scores = ops::masked_fill(&scores, &ops::logical_not(&keep)?, Scalar::Float(f64::NEG_INFINITY))?;
     }
     if let Some(m) = attn_mask {

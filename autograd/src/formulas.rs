@@ -532,7 +532,7 @@ pub fn slice_backward(
         Scalar::Int(step),
         Some(ScalarType::I64),
         None,
-        None,
+        Some(grad.device()),
         None,
     )?;
     ops::index_add(&zeros_of(sizes, grad)?, d as i64, &idx, grad, one())
@@ -1127,8 +1127,8 @@ pub fn diag_backward(grad: &Tensor, sizes: &[i64], diagonal: i64) -> Result<Tens
     let len = grad.sizes()[0];
     let rows: Vec<i64> = (0..len).map(|i| if diagonal >= 0 { i } else { i - diagonal }).collect();
     let cols: Vec<i64> = (0..len).map(|i| if diagonal >= 0 { i + diagonal } else { i }).collect();
-    let ri = Tensor::from_vec(rows, &[len])?;
-    let ci = Tensor::from_vec(cols, &[len])?;
+    let ri = Tensor::from_vec(rows, &[len])?.to_device(grad.device())?;
+    let ci = Tensor::from_vec(cols, &[len])?.to_device(grad.device())?;
     ops::index_put(&zeros_of(&[r, c], grad)?, &[Some(ri), Some(ci)], grad, true)
 }
 

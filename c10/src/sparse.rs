@@ -77,10 +77,6 @@ impl SparseImpl {
     fn read(&self) -> RwLockReadGuard<'_, SparseParts> {
         self.parts.read().unwrap_or_else(|e| e.into_inner())
     }
-    /// Whether the indices are known sorted and distinct.
-    pub fn is_coalesced(&self) -> bool {
-        self.read().coalesced
-    }
     /// Sets the coalesced flag (`_coalesced_`).
     pub fn set_coalesced(&self, c: bool) {
         self.parts.write().unwrap_or_else(|e| e.into_inner()).coalesced = c;

@@ -916,3 +916,17 @@ fn index_add_runs_on_the_device_and_matches_the_cpu() {
         ops::index_add(&g, 0, &bad, &sample(&[1, 3], ScalarType::F32, 2).cuda_on(0).unwrap(), Scalar::Int(1)).is_err()
     );
 }
+
+#[test]
+fn sparse_operands_on_two_devices_are_an_error() {
+    setup();
+    let idx = Tensor::from_vec(vec![0i64, 1, 1, 0], &[2, 2]).unwrap();
+    let s =
+        ops::sparse_coo_tensor(&idx, &sample(&[2], ScalarType::F32, 1), &[2, 2], None, None, None, None, None).unwrap();
+    let g = ops::_to_copy(&s, None, None, Some(GPU), None, false, None).unwrap();
+    // A CPU self with a device mask (and the reverse) would mix devices in one sparse tensor.
+    assert!(ops::sparse_mask(&sample(&[2, 2], ScalarType::F32, 2), &g).is_err());
+    assert!(ops::sparse_mask(&sample(&[2, 2], ScalarType::F32, 2).cuda_on(0).unwrap(), &s).is_err());
+    let m = ops::sparse_mask(&sample(&[2, 2], ScalarType::F32, 2).cuda_on(0).unwrap(), &g).unwrap();
+    assert_eq!((ops::_values(&m).unwrap().device(), ops::_indices(&m).unwrap().device()), (GPU, GPU));
+}

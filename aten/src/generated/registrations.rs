@@ -14695,7 +14695,7 @@ pub fn register_sparse_cpu(d: &Dispatcher) {
     d.register_kernel(
         handles::alias::NAME,
         DispatchKey::SparseCPU,
-        handles::alias::kernel(|_ks, self_| crate::native::sparse::sparse_detach(self_)),
+        handles::alias::kernel(|_ks, self_| crate::native::shape::alias(self_)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -14945,7 +14945,7 @@ pub fn register_sparse_cuda(d: &Dispatcher) {
     d.register_kernel(
         handles::alias::NAME,
         DispatchKey::SparseCUDA,
-        handles::alias::kernel(|_ks, self_| crate::native::sparse::sparse_detach(self_)),
+        handles::alias::kernel(|_ks, self_| crate::native::shape::alias(self_)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -15141,13 +15141,13 @@ pub fn register_sparse_csr_cpu(d: &Dispatcher) {
     d.register_kernel(
         handles::alias::NAME,
         DispatchKey::SparseCsrCPU,
-        handles::alias::kernel(|_ks, self_| crate::native::sparse::sparse_detach(self_)),
+        handles::alias::kernel(|_ks, self_| crate::native::shape::alias(self_)),
     )
     .expect("generated registration");
     d.register_kernel(
         handles::sum::NAME,
         DispatchKey::SparseCsrCPU,
-        handles::sum::kernel(|_ks, self_, dtype| crate::native::sparse::csr_sum(self_, dtype)),
+        handles::sum::kernel(|_ks, self_, dtype| crate::native::sparse::sum_sparse(self_, dtype)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -15167,7 +15167,7 @@ pub fn register_sparse_csr_cpu(d: &Dispatcher) {
     d.register_kernel(
         handles::mv::NAME,
         DispatchKey::SparseCsrCPU,
-        handles::mv::kernel(|_ks, self_, vec| crate::native::sparse::csr_mv(self_, vec)),
+        handles::mv::kernel(|_ks, self_, vec| crate::native::sparse::mv_sparse(self_, vec)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -15257,13 +15257,13 @@ pub fn register_sparse_csr_cuda(d: &Dispatcher) {
     d.register_kernel(
         handles::alias::NAME,
         DispatchKey::SparseCsrCUDA,
-        handles::alias::kernel(|_ks, self_| crate::native::sparse::sparse_detach(self_)),
+        handles::alias::kernel(|_ks, self_| crate::native::shape::alias(self_)),
     )
     .expect("generated registration");
     d.register_kernel(
         handles::sum::NAME,
         DispatchKey::SparseCsrCUDA,
-        handles::sum::kernel(|_ks, self_, dtype| crate::native::sparse::csr_sum(self_, dtype)),
+        handles::sum::kernel(|_ks, self_, dtype| crate::native::sparse::sum_sparse(self_, dtype)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -15283,7 +15283,7 @@ pub fn register_sparse_csr_cuda(d: &Dispatcher) {
     d.register_kernel(
         handles::mv::NAME,
         DispatchKey::SparseCsrCUDA,
-        handles::mv::kernel(|_ks, self_, vec| crate::native::sparse::csr_mv(self_, vec)),
+        handles::mv::kernel(|_ks, self_, vec| crate::native::sparse::mv_sparse(self_, vec)),
     )
     .expect("generated registration");
     d.register_kernel(

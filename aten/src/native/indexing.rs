@@ -596,7 +596,13 @@ fn index_add_addend(
     if !self_.dtype().is_floating_point() {
         return Err(Error::unsupported_dtype(op, self_.dtype()));
     }
-    if self_.dim() == 0 || k == 0 {
+    if self_.dim() == 0 {
+        // A scalar `self` is one slot that every index (all 0) adds to.
+        let one = crate::ops::reshape(self_, &[1])?;
+        let a = index_add_addend(op, &one, 0, index, &crate::ops::reshape(source, &[-1])?, alpha)?;
+        return crate::ops::reshape(&a, &[]);
+    }
+    if k == 0 {
         return crate::ops::zeros(self_.sizes(), Some(self_.dtype()), None, Some(self_.device()), None);
     }
     let src = crate::ops::transpose(&crate::ops::to(source, self_.dtype(), false, false, None)?, 0, d)?;

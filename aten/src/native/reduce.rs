@@ -29,7 +29,9 @@ impl Rows {
     }
 }
 
-fn reduced_dims(op: &str, t: &Tensor, dims: Option<&[i64]>) -> Result<Vec<bool>> {
+/// Which dimensions of `t` a reduction over `dims` reduces (all for `None` or `[]`), each
+/// wrapped and checked, a repeat refused.
+pub(crate) fn reduced_dims(op: &str, t: &Tensor, dims: Option<&[i64]>) -> Result<Vec<bool>> {
     let n = t.dim();
     let mut red = vec![false; n];
     match dims {

@@ -15,11 +15,15 @@
 
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
+use c10::scalar_type::can_cast;
 use c10::sparse::{SparseImpl, SparseParts};
-use c10::tensor_impl::DimVec;
 use c10::{Device, Error, Layout, MemoryFormat, Result, Scalar, ScalarType, TensorImpl};
 
-use crate::{ops, Tensor};
+use crate::native::reduce::reduced_dims;
+use crate::native::shape::make_view;
+use crate::{ops, wrap_dim, Tensor};
 
 /// The member tensors of a COO tensor, as tensors.
 #[derive(Clone, Debug)]
@@ -64,7 +68,7 @@ pub fn coo(op: &str, t: &Tensor) -> Result<Coo> {
 /// `t` without its autograd metadata: a new tensor over the same memory and version counter,
 /// as a sparse tensor keeps its members.
 fn member(t: &Tensor) -> Arc<TensorImpl> {
-    Arc::new(t.imp().view_of(DimVec::from_slice(t.sizes()), DimVec::from_slice(t.strides()), t.storage_offset()))
+    make_view(t, t.sizes(), t.strides(), t.storage_offset()).imp
 }
 
 /// A COO tensor of `sizes` over `indices` and `values`, unchecked (PyTorch's
@@ -129,13 +133,9 @@ fn linear_index(op: &str, idx: &[i64], nnz: usize, sparse_sizes: &[i64]) -> Resu
     Ok(lin)
 }
 
+/// Host integers as an int64 tensor on `device` (`to_device` is the tensor itself on the CPU).
 fn long_tensor(v: Vec<i64>, shape: &[i64], device: Device) -> Result<Tensor> {
-    let t = Tensor::from_vec(v, shape)?;
-    if device.is_cpu() {
-        Ok(t)
-    } else {
-        t.to_device(device)
-    }
+    Tensor::from_vec(v, shape)?.to_device(device)
 }
 
 fn zeros(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
@@ -299,14 +299,9 @@ pub fn sparse_coo_tensor(
     )?;
     // Sizes and shapes were checked above; now every index.
     let nnz = indices.sizes()[1] as usize;
-    let idx = host_indices(indices)?;
-    linear_index(op, &idx, nnz, &size[..sparse_dim as usize])?;
-    if is_coalesced == Some(true) && nnz > 1 {
-        let c = coo(op, &t)?;
-        let lin = linear_index(op, &idx, nnz, &size[..c.sparse_dim])?;
-        if lin.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(Error::invalid(op, "`is_coalesced` is True but the indices are not sorted and distinct"));
-        }
+    let lin = linear_index(op, &host_indices(indices)?, nnz, &size[..sparse_dim as usize])?;
+    if is_coalesced == Some(true) && lin.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(Error::invalid(op, "`is_coalesced` is True but the indices are not sorted and distinct"));
     }
     Ok(t)
 }
@@ -361,7 +356,7 @@ pub fn sparse_coo_tensor_empty(
         return Err(Error::shape(op, format!("Trying to create tensor with negative dimension: {size:?}")));
     }
     let dev = device.unwrap_or(Device::CPU);
-    let dtype = dtype.unwrap_or(ScalarType::F32);
+    let dtype = dtype.unwrap_or(ScalarType::default_float());
     let indices = ops::empty(&[size.len() as i64, 0], Some(ScalarType::I64), None, Some(dev), None, None)?;
     let values = zeros(&[0], dtype, dev)?;
     new_coo(size, &indices, &values, true)
@@ -452,36 +447,35 @@ pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
     let idx = host_indices(&c.indices)?;
     let lin = linear_index(op, &idx, nnz, sparse_sizes)?;
     // Sorted by (position, stored order): each group's elements stay in stored order.
-    let mut keyed: Vec<(i64, u32)> = lin.iter().enumerate().map(|(k, &l)| (l, k as u32)).collect();
+    let mut keyed: Vec<(i64, usize)> = lin.iter().enumerate().map(|(k, &l)| (l, k)).collect();
     if nnz >= 1 << 16 && crate::parallel::get_num_threads() > 1 {
         use rayon::slice::ParallelSliceMut;
         keyed.par_sort_unstable();
     } else {
         keyed.sort_unstable();
     }
-    let order: Vec<u32> = keyed.iter().map(|&(_, k)| k).collect();
     // The group of each stored element, and the first element of each group.
     let mut group = vec![0i64; nnz];
-    let mut firsts: Vec<u32> = Vec::with_capacity(nnz);
+    let mut firsts: Vec<usize> = Vec::with_capacity(nnz);
     let mut prev = None;
     for &(l, k) in &keyed {
         if prev != Some(l) {
             firsts.push(k);
             prev = Some(l);
         }
-        group[k as usize] = firsts.len() as i64 - 1;
+        group[k] = firsts.len() as i64 - 1;
     }
     let u = firsts.len();
     let mut new_idx = vec![0i64; c.sparse_dim * u];
     for d in 0..c.sparse_dim {
         for (j, &k) in firsts.iter().enumerate() {
-            new_idx[d * u + j] = idx[d * nnz + k as usize];
+            new_idx[d * u + j] = idx[d * nnz + k];
         }
     }
     let dev = self_.device();
     let indices = long_tensor(new_idx, &[c.sparse_dim as i64, u as i64], dev)?;
     let values = if u == nnz {
-        let perm = long_tensor(order.iter().map(|&k| k as i64).collect(), &[nnz as i64], dev)?;
+        let perm = long_tensor(keyed.iter().map(|&(_, k)| k as i64).collect(), &[nnz as i64], dev)?;
         ops::index_select(&c.values, 0, &perm)?
     } else {
         let g = long_tensor(group, &[nnz as i64], dev)?;
@@ -637,14 +631,34 @@ pub fn sparse_mask(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
             ),
         ));
     }
-    let dense = to_dense(self_, None, None)?;
-    let values = gather_at(op, &dense, &m, mask.sizes())?;
+    same_device(op, self_, mask)?;
+    let values = project(op, self_, &m.indices, mask.sizes())?;
     new_coo(mask.sizes(), &m.indices, &values, m.coalesced)
 }
 
-/// The `[nnz, *dense]` elements of strided `dense` at the index columns of `c`.
-fn gather_at(op: &str, dense: &Tensor, c: &Coo, sizes: &[i64]) -> Result<Tensor> {
-    gather_cols(op, dense, &c.indices, sizes)
+/// The `[nnz, *dense]` elements of `src` at the index columns `indices` of a tensor of `sizes`:
+/// gathered from a strided `src`; from a sparse one, its coalesced values at the positions it
+/// stores and zeros elsewhere, found by binary search, so it is never made dense (a gradient
+/// on a [100000, 100000] pattern stays nnz-sized).
+fn project(op: &str, src: &Tensor, indices: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let sd = indices.sizes()[0] as usize;
+    let s = match src.layout() {
+        Layout::Strided => return gather_cols(op, src, indices, sizes),
+        Layout::SparseCsr => csr_to_coo(op, src)?,
+        Layout::SparseCoo => ops::coalesce(src)?,
+    };
+    let c = coo(op, &s)?;
+    if c.sparse_dim != sd {
+        return gather_cols(op, &_to_dense(&s, None, None)?, indices, sizes);
+    }
+    let sparse_sizes = &sizes[..sd];
+    let want = linear_index(op, &host_indices(indices)?, indices.sizes()[1] as usize, sparse_sizes)?;
+    let have = linear_index(op, &host_indices(&c.indices)?, c.nnz() as usize, sparse_sizes)?;
+    // Row `nnz` of the padded values is the zero for positions `src` does not store.
+    let none = c.nnz();
+    let pos: Vec<i64> = want.iter().map(|l| have.binary_search(l).map_or(none, |p| p as i64)).collect();
+    let padded = ops::cat(&[c.values.clone(), zeros(&values_shape(&c.values, 1), c.values.dtype(), s.device())?], 0)?;
+    ops::index_select(&padded, 0, &long_tensor(pos, &[want.len() as i64], s.device())?)
 }
 
 /// The `[nnz, *dense]` elements of strided `dense` (of `sizes`) at the columns of `indices`.
@@ -746,16 +760,6 @@ pub fn sparse_copy_(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<
     Ok(self_.clone())
 }
 
-/// `alias` of a sparse tensor (COO or CSR): the same members (in-place changes show in both),
-/// no history.
-pub fn sparse_detach(self_: &Tensor) -> Result<Tensor> {
-    if self_.sparse_impl().is_none() {
-        return Err(expected_coo("alias", self_));
-    }
-    let imp = self_.imp();
-    Ok(Tensor::from_impl(imp.view_of(DimVec::from_slice(imp.sizes()), DimVec::from_slice(imp.strides()), 0)))
-}
-
 // ---- arithmetic ------------------------------------------------------------------------------
 
 fn same_device(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
@@ -763,6 +767,21 @@ fn same_device(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
         return Err(Error::DeviceMismatch { op: op.into(), a: a.device().to_string(), b: b.device().to_string() });
     }
     Ok(())
+}
+
+/// PyTorch's check of an in-place result: its dtype `result` must cast to `out`'s (`canCast`).
+fn check_in_place(op: &str, result: ScalarType, out: &Tensor) -> Result<()> {
+    if can_cast(result, out.dtype()) {
+        Ok(())
+    } else {
+        Err(Error::UnsafeCast { op: op.into(), from: result, to: out.dtype() })
+    }
+}
+
+/// New values for in-place `out`: checked by [`check_in_place`], then in `out`'s dtype.
+fn in_place_values(op: &str, values: &Tensor, out: &Tensor) -> Result<Tensor> {
+    check_in_place(op, values.dtype(), out)?;
+    scaled(values, &Scalar::Int(1), out.dtype())
 }
 
 fn scaled(values: &Tensor, alpha: &Scalar, dtype: ScalarType) -> Result<Tensor> {
@@ -774,20 +793,26 @@ fn scaled(values: &Tensor, alpha: &Scalar, dtype: ScalarType) -> Result<Tensor> 
     }
 }
 
+/// PyTorch's refusal to broadcast in additions with a sparse operand.
+fn check_add_sizes(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.sizes() == b.sizes() {
+        return Ok(());
+    }
+    Err(Error::shape(
+        op,
+        format!(
+            "add: expected 'self' and 'other' to have same size, but self has size {:?} while other has size {:?} (FYI: dense-sparse addition does not currently support broadcasting)",
+            a.sizes(),
+            b.sizes()
+        ),
+    ))
+}
+
 /// `sparse + alpha * sparse` as PyTorch's CPU kernel stores it (Note [The pattern of a sparse
 /// sum]).
 fn add_sparse_sparse(op: &str, a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result<(Tensor, Tensor, bool)> {
     let (ca, cb) = (coo(op, a)?, coo(op, b)?);
-    if a.sizes() != b.sizes() {
-        return Err(Error::shape(
-            op,
-            format!(
-                "add: expected 'self' and 'other' to have same size, but self has size {:?} while other has size {:?} (FYI: dense-sparse addition does not currently support broadcasting)",
-                a.sizes(),
-                b.sizes()
-            ),
-        ));
-    }
+    check_add_sizes(op, a, b)?;
     if ca.sparse_dim != cb.sparse_dim {
         return Err(Error::shape(
             op,
@@ -878,16 +903,7 @@ fn add_sparse_sparse(op: &str, a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result
 /// Adds `alpha * sparse` into strided `dense` in place (`index_put_` with accumulation).
 fn add_sparse_into_dense(op: &str, dense: &Tensor, s: &Tensor, alpha: &Scalar) -> Result<()> {
     let c = coo(op, s)?;
-    if dense.sizes() != s.sizes() {
-        return Err(Error::shape(
-            op,
-            format!(
-                "add: expected 'self' and 'other' to have same size, but self has size {:?} while other has size {:?} (FYI: dense-sparse addition does not currently support broadcasting)",
-                dense.sizes(),
-                s.sizes()
-            ),
-        ));
-    }
+    check_add_sizes(op, dense, s)?;
     same_device(op, dense, s)?;
     if c.nnz() == 0 {
         return Ok(());
@@ -983,22 +999,13 @@ pub fn add_sparse_(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tens
     let op = "add_";
     match (self_.layout(), other.layout()) {
         (Layout::SparseCoo, Layout::SparseCoo) => {
-            let dtype = c10::promote_types(self_.dtype(), other.dtype());
-            if dtype != self_.dtype() {
-                return Err(Error::invalid(
-                    op,
-                    format!(
-                        "result type {} can't be cast to the desired output type {}",
-                        dtype.cpp_name(),
-                        self_.dtype().cpp_name()
-                    ),
-                ));
-            }
+            check_in_place(op, c10::promote_types(self_.dtype(), other.dtype()), self_)?;
             let (i, v, c) = add_sparse_sparse(op, self_, other, &alpha)?;
-            set_coo(self_, &i, &v, c);
+            set_coo(self_, &i, &in_place_values(op, &v, self_)?, c);
             Ok(self_.clone())
         }
         (Layout::Strided, Layout::SparseCoo) => {
+            check_in_place(op, c10::promote_types(self_.dtype(), other.dtype()), self_)?;
             add_sparse_into_dense(op, self_, other, &alpha)?;
             Ok(self_.clone())
         }
@@ -1080,7 +1087,7 @@ fn mul_sparse_dense(op: &str, s: &Tensor, d: &Tensor) -> Result<Tensor> {
         ));
     }
     same_device(op, s, d)?;
-    let g = gather_at(op, d, &c, s.sizes())?;
+    let g = gather_cols(op, d, &c.indices, s.sizes())?;
     let v = ops::mul(&c.values, &g)?;
     new_coo(s.sizes(), &c.indices, &v, c.coalesced)
 }
@@ -1091,19 +1098,8 @@ pub fn mul_sparse_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if self_.layout() != Layout::SparseCoo {
         return Err(Error::invalid(op, "mul_(dense, sparse) is not supported: multiply out of place"));
     }
-    let r = mul_sparse(self_, other)?;
-    if r.dtype() != self_.dtype() {
-        return Err(Error::invalid(
-            op,
-            format!(
-                "result type {} can't be cast to the desired output type {}",
-                r.dtype().cpp_name(),
-                self_.dtype().cpp_name()
-            ),
-        ));
-    }
-    let c = coo(op, &r)?;
-    set_coo(self_, &c.indices, &c.values, c.coalesced);
+    let c = coo(op, &mul_sparse(self_, other)?)?;
+    set_coo(self_, &c.indices, &in_place_values(op, &c.values, self_)?, c.coalesced);
     Ok(self_.clone())
 }
 
@@ -1115,17 +1111,7 @@ pub fn mul_sparse_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
 /// `mul_.Scalar` of a COO tensor, in place.
 pub fn mul_sparse_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let c = coo("mul_", self_)?;
-    let v = ops::mul_scalar(&c.values, other)?;
-    if v.dtype() != self_.dtype() {
-        return Err(Error::invalid(
-            "mul_",
-            format!(
-                "result type {} can't be cast to the desired output type {}",
-                v.dtype().cpp_name(),
-                self_.dtype().cpp_name()
-            ),
-        ));
-    }
+    let v = in_place_values("mul_", &ops::mul_scalar(&c.values, other)?, self_)?;
     set_coo(self_, &c.indices, &v, c.coalesced);
     Ok(self_.clone())
 }
@@ -1168,25 +1154,11 @@ pub fn pow_sparse_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
 
 // ---- reductions ------------------------------------------------------------------------------
 
-/// `sum(Tensor self, *, ScalarType? dtype=None)` of a COO tensor: the sum of its values.
+/// `sum(Tensor self, *, ScalarType? dtype=None)` of a sparse tensor (COO or CSR): the sum of
+/// its values.
 pub fn sum_sparse(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
-    let c = coo("sum", self_)?;
-    ops::sum(&c.values, dtype)
-}
-
-fn wrap_dims(op: &str, dims: &[i64], ndim: usize) -> Result<Vec<usize>> {
-    let mut out = Vec::with_capacity(dims.len());
-    for &d in dims {
-        let w = if d < 0 { d + ndim as i64 } else { d };
-        if w < 0 || w >= ndim as i64 {
-            return Err(Error::DimOutOfRange { op: op.into(), dim: d, min: -(ndim as i64), max: ndim as i64 - 1 });
-        }
-        if out.contains(&(w as usize)) {
-            return Err(Error::invalid(op, format!("dim {w} appears multiple times in the list of dims")));
-        }
-        out.push(w as usize);
-    }
-    Ok(out)
+    let sp = self_.sparse_impl().ok_or_else(|| expected_coo("sum", self_))?;
+    ops::sum(&Tensor::from_arc(sp.parts().values), dtype)
 }
 
 /// `_sparse_sum(Tensor self) -> Tensor`: the sum of every element, a 0-dim strided tensor.
@@ -1201,20 +1173,19 @@ pub fn _sparse_sum(self_: &Tensor) -> Result<Tensor> {
 pub fn _sparse_sum_dim(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     let op = "sparse.sum";
     let c = coo(op, self_)?;
-    let dims = wrap_dims(op, dim, self_.dim())?;
+    let red = reduced_dims(op, self_, Some(dim))?;
     let sd = c.sparse_dim;
-    let dense_red: Vec<i64> = dims.iter().filter(|&&d| d >= sd).map(|&d| (d - sd + 1) as i64).collect();
+    let dense_red: Vec<i64> = (sd..self_.dim()).filter(|&d| red[d]).map(|d| (d - sd + 1) as i64).collect();
     let values = if dense_red.is_empty() {
         c.values.clone()
     } else {
         ops::sum_dim_intlist(&c.values, Some(&dense_red), false, None)?
     };
-    let keep: Vec<usize> = (0..sd).filter(|d| !dims.contains(d)).collect();
+    let keep: Vec<usize> = (0..sd).filter(|&d| !red[d]).collect();
     if keep.is_empty() {
         return ops::sum_dim_intlist(&values, Some(&[0]), false, None);
     }
-    let mut sizes: Vec<i64> = keep.iter().map(|&d| self_.sizes()[d]).collect();
-    sizes.extend((sd..self_.dim()).filter(|d| !dims.contains(d)).map(|d| self_.sizes()[d]));
+    let sizes: Vec<i64> = (0..self_.dim()).filter(|&d| !red[d]).map(|d| self_.sizes()[d]).collect();
     let kept = long_tensor(keep.iter().map(|&d| d as i64).collect(), &[keep.len() as i64], self_.device())?;
     let indices = ops::index_select(&c.indices, 0, &kept)?;
     let r = new_coo(&sizes, &indices, &values, false)?;
@@ -1227,29 +1198,23 @@ pub fn _sparse_sum_dim(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
 pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     let op = "_sparse_sum_backward";
     let c = coo(op, self_)?;
-    let dims = wrap_dims(op, dim, self_.dim())?;
+    let red = reduced_dims(op, self_, Some(dim))?;
     let sd = c.sparse_dim;
-    let keep: Vec<usize> = (0..sd).filter(|d| !dims.contains(d)).collect();
+    let keep: Vec<usize> = (0..sd).filter(|&d| !red[d]).collect();
+    let g = to_dense(grad, None, None)?;
     // The gradient per stored element, over the dense dimensions kept.
-    let g = if keep.is_empty() {
-        // Strided grad over the dense dims kept: the same for every element.
-        let g = to_dense(grad, None, None)?;
+    let mut g = if keep.is_empty() {
+        // Every sparse dimension was summed: the same gradient for every element.
         ops::unsqueeze(&g, 0)?
     } else {
-        let g = to_dense(grad, None, None)?;
         let kept = long_tensor(keep.iter().map(|&d| d as i64).collect(), &[keep.len() as i64], self_.device())?;
         let sub = ops::index_select(&c.indices, 0, &kept)?;
-        let sub_sizes: Vec<i64> = keep.iter().map(|&d| self_.sizes()[d]).collect();
-        let mut gs = sub_sizes;
-        gs.extend((sd..self_.dim()).filter(|d| !dims.contains(d)).map(|d| self_.sizes()[d]));
+        let gs: Vec<i64> = (0..self_.dim()).filter(|&d| !red[d]).map(|d| self_.sizes()[d]).collect();
         gather_cols(op, &g, &sub, &gs)?
     };
     // Re-insert the summed dense dimensions and expand to the values' shape.
-    let mut g = g;
-    for d in sd..self_.dim() {
-        if dims.contains(&d) {
-            g = ops::unsqueeze(&g, (d - sd + 1) as i64)?;
-        }
+    for (d, _) in red.iter().enumerate().skip(sd).filter(|(_, &r)| r) {
+        g = ops::unsqueeze(&g, (d - sd + 1) as i64)?;
     }
     let g = ops::expand(&g, c.values.sizes(), false)?;
     let v = ops::clone(&g, Some(MemoryFormat::Contiguous))?;
@@ -1263,8 +1228,8 @@ pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Resul
 pub fn transpose_sparse(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     let op = "transpose";
     let c = coo(op, self_)?;
-    let d = wrap_dims(op, &[dim0], self_.dim())?[0];
-    let e = wrap_dims(op, &[dim1], self_.dim())?[0];
+    let d = wrap_dim(op, dim0, self_.dim())?;
+    let e = wrap_dim(op, dim1, self_.dim())?;
     let mut sizes = self_.sizes().to_vec();
     sizes.swap(d, e);
     if d == e {
@@ -1294,7 +1259,7 @@ pub fn t_sparse(self_: &Tensor) -> Result<Tensor> {
         ));
     }
     if n < 2 {
-        return sparse_detach(self_);
+        return crate::native::shape::alias(self_);
     }
     transpose_sparse(self_, 0, 1)
 }
@@ -1304,7 +1269,7 @@ pub fn t_sparse(self_: &Tensor) -> Result<Tensor> {
 pub fn index_select_sparse(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let op = "index_select";
     let c = coo(op, self_)?;
-    let d = wrap_dims(op, &[dim], self_.dim())?[0];
+    let d = wrap_dim(op, dim, self_.dim())?;
     if index.dim() > 1 {
         return Err(Error::invalid(op, "index_select(): Index is supposed to be a vector"));
     }
@@ -1330,14 +1295,17 @@ pub fn index_select_sparse(self_: &Tensor, dim: i64, index: &Tensor) -> Result<T
     let nnz = c.nnz() as usize;
     let idx = host_indices(&c.indices)?;
     linear_index(op, &idx, nnz, &self_.sizes()[..c.sparse_dim])?;
-    // For each selected position, the stored elements at that index (in stored order).
-    let mut at: Vec<Vec<usize>> = vec![Vec::new(); size as usize];
+    // For each selected position, the stored elements at that index (in stored order); a map,
+    // as the dimension may be far longer than the tensor stores.
+    let mut at: HashMap<i64, Vec<usize>> = sel.iter().map(|&s| (s, Vec::new())).collect();
     for k in 0..nnz {
-        at[idx[d * nnz + k] as usize].push(k);
+        if let Some(v) = at.get_mut(&idx[d * nnz + k]) {
+            v.push(k);
+        }
     }
     let (mut picks, mut new_pos) = (Vec::new(), Vec::new());
-    for (j, &s) in sel.iter().enumerate() {
-        for &k in &at[s as usize] {
+    for (j, s) in sel.iter().enumerate() {
+        for &k in &at[s] {
             picks.push(k as i64);
             new_pos.push(j as i64);
         }
@@ -1359,7 +1327,7 @@ pub fn index_select_sparse(self_: &Tensor, dim: i64, index: &Tensor) -> Result<T
 /// `dim`, re-based.
 pub fn narrow_copy_sparse(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     let op = "narrow_copy";
-    let d = wrap_dims(op, &[dim], self_.dim())?[0];
+    let d = wrap_dim(op, dim, self_.dim())?;
     let size = self_.sizes()[d];
     let start = if start < 0 { start + size } else { start };
     if start < 0 || length < 0 || start > size - length {
@@ -1386,7 +1354,7 @@ pub fn cat_sparse(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         return Err(Error::Value { op: op.into(), msg: "torch.cat(): expected a non-empty list of Tensors".into() });
     };
     let parts: Vec<Coo> = tensors.iter().map(|t| coo(op, t)).collect::<Result<_>>()?;
-    let d = wrap_dims(op, &[dim], first.dim())?[0];
+    let d = wrap_dim(op, dim, first.dim())?;
     let sd = parts[0].sparse_dim;
     for (i, (t, p)) in tensors.iter().zip(&parts).enumerate() {
         same_device(op, first, t)?;
@@ -1461,23 +1429,29 @@ fn check_mm_operands(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<()> {
     check_matrix_product(op, s, d)
 }
 
+/// `mat1 @ mat2`'s inner sizes agree, or PyTorch's error.
+fn check_inner_sizes(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.sizes()[1] == b.sizes()[0] {
+        return Ok(());
+    }
+    Err(Error::shape(
+        op,
+        format!(
+            "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            a.sizes()[0],
+            a.sizes()[1],
+            b.sizes()[0],
+            b.sizes()[1]
+        ),
+    ))
+}
+
 /// The checks of a sparse matrix `s` times a strided matrix `d`, in PyTorch's words.
 fn check_matrix_product(op: &str, s: &Tensor, d: &Tensor) -> Result<()> {
     if d.dim() != 2 || d.layout() != Layout::Strided {
         return Err(Error::invalid(op, format!("{op}: matrices expected, got {}D tensor", d.dim())));
     }
-    if s.sizes()[1] != d.sizes()[0] {
-        return Err(Error::shape(
-            op,
-            format!(
-                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-                s.sizes()[0],
-                s.sizes()[1],
-                d.sizes()[0],
-                d.sizes()[1]
-            ),
-        ));
-    }
+    check_inner_sizes(op, s, d)?;
     if s.dtype() != d.dtype() {
         return Err(Error::invalid(
             op,
@@ -1489,6 +1463,19 @@ fn check_matrix_product(op: &str, s: &Tensor, d: &Tensor) -> Result<()> {
         ));
     }
     same_device(op, s, d)
+}
+
+/// Offsets of each row's elements among `rows` grouped by row (`crow_indices` of the rows):
+/// `nrows + 1` entries, row `r`'s elements counted from `offsets[r]`.
+fn row_offsets(rows: &[i64], nrows: usize) -> Vec<i64> {
+    let mut offsets = vec![0i64; nrows + 1];
+    for &r in rows {
+        offsets[r as usize + 1] += 1;
+    }
+    for r in 0..nrows {
+        offsets[r + 1] += offsets[r];
+    }
+    offsets
 }
 
 /// `sparse @ dense` into a new `[rows, cols]` tensor: per stored element `(r, k, v)`, `v` times
@@ -1504,24 +1491,21 @@ fn spmm(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<Tensor> {
         let dd = ops::contiguous(d, MemoryFormat::Contiguous)?;
         let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
         let out = zeros(&[m, n], d.dtype(), dev)?;
-        // Elements grouped by row, in stored order.
-        let mut start = vec![0usize; m as usize + 1];
-        for k in 0..nnz {
-            start[idx[k] as usize + 1] += 1;
-        }
-        for r in 0..m as usize {
-            start[r + 1] += start[r];
-        }
-        let mut fill = start.clone();
-        let mut by_row = vec![0usize; nnz];
-        for k in 0..nnz {
-            let r = idx[k] as usize;
-            by_row[fill[r]] = k;
-            fill[r] += 1;
-        }
+        // Elements grouped by row, in stored order (a coalesced tensor's already are).
+        let start = row_offsets(&idx[..nnz], m as usize);
+        let by_row = (!c.coalesced).then(|| {
+            let mut fill = start.clone();
+            let mut by_row = vec![0usize; nnz];
+            for (k, &r) in idx[..nnz].iter().enumerate() {
+                by_row[fill[r as usize] as usize] = k;
+                fill[r as usize] += 1;
+            }
+            by_row
+        });
+        let order = by_row.as_deref();
         match d.dtype() {
-            ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, &idx[nnz..], &start, &by_row, n as usize)?,
-            _ => spmm_rows::<f64>(&out, &dd, &vals, &idx[nnz..], &start, &by_row, n as usize)?,
+            ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, &idx[nnz..], &start, order, n as usize)?,
+            _ => spmm_rows::<f64>(&out, &dd, &vals, &idx[nnz..], &start, order, n as usize)?,
         }
         return Ok(out);
     }
@@ -1532,13 +1516,16 @@ fn spmm(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<Tensor> {
     ops::index_add_(&out, 0, &rows, &gathered, Scalar::Int(1))
 }
 
+/// The row loop of a sparse @ dense product: row `r` of `out` sums `vals[k] * dense[cols[k]]`
+/// over its elements `k`, which are `order[start[r]..start[r + 1]]` (`order` the identity when
+/// `None`: the elements already grouped by row).
 fn spmm_rows<T>(
     out: &Tensor,
     dense: &Tensor,
     vals: &Tensor,
     cols: &[i64],
-    start: &[usize],
-    by_row: &[usize],
+    start: &[i64],
+    order: Option<&[usize]>,
     n: usize,
 ) -> Result<()>
 where
@@ -1549,13 +1536,14 @@ where
     let dp = dense.typed_data_ptr::<T>()? as usize;
     let vp = vals.typed_data_ptr::<T>()? as usize;
     let rows = start.len() - 1;
-    let work = by_row.len() * n;
+    let work = cols.len() * n;
     let body = |r: usize| {
         // SAFETY: `out` is a fresh contiguous [rows, n] tensor and each row is written by one
         // iteration only; `dense` is contiguous [k, n] and every column index was checked
         // against k by `linear_index`; `vals` is contiguous with one value per stored element.
         let orow = unsafe { std::slice::from_raw_parts_mut((o as *mut T).add(r * n), n) };
-        for &k in &by_row[start[r]..start[r + 1]] {
+        let range = start[r] as usize..start[r + 1] as usize;
+        for k in range.map(|p| order.map_or(p, |o| o[p])) {
             // SAFETY: as above: `k` is a stored element of `vals`, `cols[k]` a checked row of `dense`.
             let v = unsafe { *(vp as *const T).add(k) };
             // SAFETY: as above.
@@ -1580,18 +1568,7 @@ fn spspmm(op: &str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if ca.sparse_dim != 2 || cb.sparse_dim != 2 || ca.dense_dim != 0 || cb.dense_dim != 0 {
         return Err(Error::invalid(op, format!("{op}: sparse matrices expected (2 sparse dimensions, no dense ones)")));
     }
-    if a.sizes()[1] != b.sizes()[0] {
-        return Err(Error::shape(
-            op,
-            format!(
-                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-                a.sizes()[0],
-                a.sizes()[1],
-                b.sizes()[0],
-                b.sizes()[1]
-            ),
-        ));
-    }
+    check_inner_sizes(op, a, b)?;
     same_device(op, a, b)?;
     let (m, n) = (a.sizes()[0], b.sizes()[1]);
     let dtype = c10::promote_types(a.dtype(), b.dtype());
@@ -1600,19 +1577,16 @@ fn spspmm(op: &str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (na, nb) = (ca.nnz() as usize, cb.nnz() as usize);
     linear_index(op, &ia, na, a.sizes())?;
     linear_index(op, &ib, nb, b.sizes())?;
-    // Rows of b (coalesced, so sorted by row).
-    let mut bstart = vec![0usize; b.sizes()[0] as usize + 1];
-    for k in 0..nb {
-        bstart[ib[k] as usize + 1] += 1;
-    }
-    for r in 0..b.sizes()[0] as usize {
-        bstart[r + 1] += bstart[r];
-    }
-    // The product's pattern: for each (i, k) in a and (k, j) in b, a pair (a elt, b elt) at (i, j).
+    // The product's pattern: for each (i, k) in a and (k, j) in b, a pair (a elt, b elt) at
+    // (i, j). b is coalesced, so its elements are sorted by row: row k's are found by binary
+    // search (no table as long as b's rows, which may far outnumber its elements).
+    let brows = &ib[..nb];
     let (mut out_lin, mut pa, mut pb) = (Vec::new(), Vec::new(), Vec::new());
     for p in 0..na {
-        let (i, k) = (ia[p], ia[na + p] as usize);
-        for q in bstart[k]..bstart[k + 1] {
+        let (i, k) = (ia[p], ia[na + p]);
+        let lo = brows.partition_point(|&r| r < k);
+        let hi = brows.partition_point(|&r| r <= k);
+        for q in lo..hi {
             out_lin.push(i * n + ib[nb + q]);
             pa.push(p as i64);
             pb.push(q as i64);
@@ -1640,14 +1614,17 @@ pub fn addmm_sparse(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, 
     }
     let c = coo(op, mat1)?;
     check_mm_operands(op, mat1, &c, mat2)?;
-    let prod = spmm(op, mat1, &c, mat2)?;
-    let want = [mat1.sizes()[0], mat2.sizes()[1]];
-    let base = ops::expand(self_, &want, false)?;
-    let prod = if matches!(alpha, Scalar::Int(1)) { prod } else { ops::mul_scalar(&prod, alpha)? };
+    addmm_from_product(self_, spmm(op, mat1, &c, mat2)?, beta, alpha)
+}
+
+/// `beta * self + alpha * prod`, `self` broadcast to the product's shape and ignored when `beta`
+/// is zero (the end of every sparse `addmm`).
+fn addmm_from_product(self_: &Tensor, prod: Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let prod = scaled(&prod, &alpha, prod.dtype())?;
     if beta.to_f64() == 0.0 {
         return Ok(prod);
     }
-    ops::add(&prod, &base, beta)
+    ops::add(&prod, &ops::expand(self_, prod.sizes(), false)?, beta)
 }
 
 /// `mm` with a sparse operand: sparse @ dense is strided, sparse @ sparse is sparse.
@@ -1672,17 +1649,15 @@ pub fn mm_sparse(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// `mv` with a sparse matrix: the product with a vector, strided.
+/// `mv` with a sparse matrix (COO or CSR): `mm` with the vector as a column, strided.
 pub fn mv_sparse(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
-    let op = "mv";
     if vec.dim() != 1 {
         return Err(Error::invalid(
-            op,
+            "mv",
             format!("vector + matrix @ vector expected, got {}, {}, {}", 1, self_.dim(), vec.dim()),
         ));
     }
-    let r = mm_sparse(self_, &ops::unsqueeze(vec, 1)?)?;
-    ops::squeeze_dim(&r, 1)
+    ops::squeeze_dim(&ops::mm(self_, &ops::unsqueeze(vec, 1)?)?, 1)
 }
 
 /// `_sparse_addmm(Tensor self, Tensor sparse, Tensor dense, *, Scalar beta=1, Scalar alpha=1)`:
@@ -1694,10 +1669,7 @@ pub fn _sparse_addmm(self_: &Tensor, sparse: &Tensor, dense: &Tensor, beta: Scal
 /// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (`torch.sparse.mm`): sparse @ sparse is
 /// sparse; sparse @ dense goes through `_sparse_addmm`, whose gradient is masked.
 pub fn _sparse_mm(sparse: &Tensor, dense: &Tensor) -> Result<Tensor> {
-    if sparse.layout() == Layout::SparseCoo && dense.layout() == Layout::SparseCoo {
-        return ops::mm(sparse, dense);
-    }
-    if sparse.layout() != Layout::SparseCoo {
+    if sparse.layout() != Layout::SparseCoo || dense.layout() == Layout::SparseCoo {
         return ops::mm(sparse, dense);
     }
     let z = zeros(&[sparse.sizes()[0], dense.sizes().get(1).copied().unwrap_or(0)], dense.dtype(), dense.device())?;
@@ -1706,19 +1678,26 @@ pub fn _sparse_mm(sparse: &Tensor, dense: &Tensor) -> Result<Tensor> {
 
 /// The gradient of `_sparse_addmm` for its sparse operand: `alpha * grad @ dense^T` at the
 /// sparse operand's stored positions.
+///
+/// Only the sampled products are computed: for a stored `(i, k)`, the dot product of row `i` of
+/// `grad` with row `k` of `dense` (never the dense `[rows, k]` product, which for a large sparse
+/// operand would not fit in memory).
 pub fn mm_mat1_sparse_backward(grad: &Tensor, mat1: &Tensor, mat2: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-    let full = ops::mm(grad, &ops::t(mat2)?)?;
-    let full = if matches!(alpha, Scalar::Int(1)) { full } else { ops::mul_scalar(&full, *alpha)? };
-    let g = ops::sparse_mask(&full, &ops::coalesce(mat1)?)?;
+    let op = "mm_mat1_sparse_backward";
+    let c = coo(op, &ops::coalesce(mat1)?)?;
+    let grad = to_dense(grad, None, None)?;
+    let rows = ops::index_select(&grad, 0, &ops::select(&c.indices, 0, 0)?)?;
+    let cols = ops::index_select(mat2, 0, &ops::select(&c.indices, 0, 1)?)?;
+    let v = ops::sum_dim_intlist(&ops::mul(&rows, &cols)?, Some(&[1]), false, None)?;
+    let v = scaled(&v, alpha, v.dtype())?;
     // Sorted and distinct, but flagged otherwise, as PyTorch's.
-    ops::_coalesced_(&g, false)
+    new_coo(mat1.sizes(), &c.indices, &v, false)
 }
 
 /// `sparse_constructor_values_backward`: the gradient of a COO constructor for its values, the
 /// (dense or sparse) gradient read at each index column.
 pub fn sparse_constructor_values_backward(grad: &Tensor, indices: &Tensor, size: &[i64]) -> Result<Tensor> {
-    let dense = to_dense(grad, None, None)?;
-    gather_cols("sparse_coo_tensor_backward", &dense, indices, size)
+    project("sparse_coo_tensor_backward", grad, indices, size)
 }
 
 /// `values_backward`: the gradient of `values()` as a sparse tensor on `self`'s pattern.
@@ -1833,6 +1812,9 @@ fn validate_csr(op: &str, crow: &Tensor, col: &Tensor, values: &Tensor, size: &[
             size.len()
         ));
     }
+    if size.iter().any(|&s| s < 0) {
+        return bad(&format!("Trying to create tensor with negative dimension: {size:?}"));
+    }
     let (nrows, ncols) = (size[0], size[1]);
     if crow.sizes()[0] != nrows + 1 {
         return bad(&format!(
@@ -1930,6 +1912,9 @@ pub fn sparse_csr_tensor_infer(
     if crow_indices.dim() != 1 || col_indices.dim() != 1 || values.dim() == 0 {
         return Err(Error::NotImplemented { op: op.into(), msg: "batched compressed tensors".into() });
     }
+    if crow_indices.numel() == 0 {
+        return Err(Error::invalid(op, "crow_indices must have at least one element (nrows + 1)"));
+    }
     let ncols =
         if col_indices.numel() == 0 { 0 } else { col_indices.to_vec::<i64>()?.into_iter().max().unwrap_or(-1) + 1 };
     let mut size = vec![crow_indices.sizes()[0] - 1, ncols];
@@ -2014,13 +1999,7 @@ pub fn to_sparse_csr_impl(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tens
     let nnz = c.nnz() as usize;
     let idx = host_indices(&c.indices)?;
     let nrows = s.sizes()[0] as usize;
-    let mut crow = vec![0i64; nrows + 1];
-    for &r in &idx[..nnz] {
-        crow[r as usize + 1] += 1;
-    }
-    for i in 0..nrows {
-        crow[i + 1] += crow[i];
-    }
+    let crow = row_offsets(&idx[..nnz], nrows);
     let dev = s.device();
     let crow = long_tensor(crow, &[nrows as i64 + 1], dev)?;
     let col = long_tensor(idx[nnz..].to_vec(), &[nnz as i64], dev)?;
@@ -2074,18 +2053,16 @@ fn csr_spmm(op: &str, s: &Tensor, c: &Csr, d: &Tensor) -> Result<Tensor> {
         return spmm(op, &coo_form, &cc, d);
     }
     let (m, n) = (s.sizes()[0], d.sizes()[1]);
-    let start: Vec<usize> = host_indices(&c.crow)?.iter().map(|&x| x as usize).collect();
+    let start = host_indices(&c.crow)?;
     let cols = host_indices(&c.col)?;
-    let nnz = cols.len();
-    let by_row: Vec<usize> = (0..nnz).collect();
     let dd = ops::contiguous(d, MemoryFormat::Contiguous)?;
     let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
     let out = zeros(&[m, n], d.dtype(), d.device())?;
     // The members were checked at construction (validate_csr): offsets within nnz, columns
     // within the matrix.
     match d.dtype() {
-        ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, &cols, &start, &by_row, n as usize)?,
-        _ => spmm_rows::<f64>(&out, &dd, &vals, &cols, &start, &by_row, n as usize)?,
+        ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, &cols, &start, None, n as usize)?,
+        _ => spmm_rows::<f64>(&out, &dd, &vals, &cols, &start, None, n as usize)?,
     }
     Ok(out)
 }
@@ -2099,22 +2076,5 @@ pub fn csr_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
 /// `addmm` with a CSR `mat1`: `beta * self + alpha * (mat1 @ mat2)`.
 pub fn csr_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     let c = csr("addmm", mat1)?;
-    let prod = csr_spmm("addmm", mat1, &c, mat2)?;
-    let prod = if matches!(alpha, Scalar::Int(1)) { prod } else { ops::mul_scalar(&prod, alpha)? };
-    if beta.to_f64() == 0.0 {
-        return Ok(prod);
-    }
-    let base = ops::expand(self_, prod.sizes(), false)?;
-    ops::add(&prod, &base, beta)
-}
-
-/// `mv` with a CSR matrix.
-pub fn csr_mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
-    let r = csr_mm(self_, &ops::unsqueeze(vec, 1)?)?;
-    ops::squeeze_dim(&r, 1)
-}
-
-/// `sum` of a CSR tensor: the sum of its values.
-pub fn csr_sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
-    ops::sum(&csr("sum", self_)?.values, dtype)
+    addmm_from_product(self_, csr_spmm("addmm", mat1, &c, mat2)?, beta, alpha)
 }

@@ -7,7 +7,8 @@ use c10::{Error, Result, Scalar};
 use crate::module::{Parameter, StateDict};
 use crate::optim::{
     addcdiv_, addcmul_, check_non_negative, deep_copy, float, forward_to_param_groups, param_group_methods, set_bool,
-    set_f64, signed_grad, step_tensor, GroupOptions, Optimizer, OptionValue, ParamGroups, ParamState, StateLoader,
+    set_f64, signed_grad, step_tensor, with_values, GroupOptions, Optimizer, OptionValue, ParamGroups, ParamState,
+    StateLoader,
 };
 
 /// The options of [`Adagrad`], with PyTorch's defaults.
@@ -182,16 +183,11 @@ fn adagrad_sparse(o: &AdagradOptions, clr: f64, param: &Tensor, grad: &Tensor, s
         return Err(Error::invalid("Adagrad", "weight_decay option is not compatible with sparse gradients"));
     }
     let grad = ops::coalesce(&signed_grad(grad, o.maximize)?)?;
-    let (indices, values) = (ops::_indices(&grad)?, ops::_values(&grad)?);
-    let size = grad.sizes().to_vec();
-    let make = |v: &Tensor| {
-        let (sd, dd) = (indices.sizes()[0], v.dim() as i64 - 1);
-        ops::_sparse_coo_tensor_with_dims_and_tensors(sd, dd, &size, &indices, v, None, None, None, None, Some(true))
-    };
-    ops::add_(sum, &make(&ops::pow_tensor_scalar(&values, float(2.0))?)?, Scalar::Int(1))?;
+    let values = ops::_values(&grad)?;
+    ops::add_(sum, &with_values(&grad, &ops::pow_tensor_scalar(&values, float(2.0))?)?, Scalar::Int(1))?;
     let std =
         ops::add_scalar(&ops::sqrt(&ops::_values(&ops::sparse_mask(sum, &grad)?)?)?, float(o.eps), Scalar::Int(1))?;
-    ops::add_(param, &make(&ops::div(&values, &std)?)?, float(-clr))?;
+    ops::add_(param, &with_values(&grad, &ops::div(&values, &std)?)?, float(-clr))?;
     Ok(())
 }
 

@@ -518,11 +518,6 @@ impl<O: GroupOptions, S: ParamState> ParamGroups<O, S> {
         &self.groups[group].params
     }
 
-    /// The parameters of group `group`, or `None` past the last group.
-    pub(crate) fn try_params(&self, group: usize) -> Option<&[Parameter]> {
-        self.groups.get(group).map(|g| g.params.as_slice())
-    }
-
     pub(crate) fn initial_lr(&self, group: usize) -> Option<f64> {
         self.groups[group].initial_lr
     }
@@ -755,6 +750,12 @@ pub(crate) fn refuse_sparse(name: &str, grad: &Tensor, hint: &str) -> Result<()>
         return Ok(());
     }
     Err(Error::invalid(name, format!("{name} does not support sparse gradients{hint}")))
+}
+
+/// The pattern of coalesced sparse gradient `grad` carrying other `values` (PyTorch's
+/// `make_sparse` in Adagrad and SparseAdam).
+pub(crate) fn with_values(grad: &Tensor, values: &Tensor) -> Result<Tensor> {
+    aten::native::sparse::new_coo(grad.sizes(), &ops::_indices(grad)?, values, true)
 }
 
 pub(crate) fn signed_grad(grad: &Tensor, maximize: bool) -> Result<Tensor> {

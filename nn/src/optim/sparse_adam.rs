@@ -7,7 +7,7 @@ use c10::{Error, Result, Scalar};
 use crate::module::{Parameter, StateDict};
 use crate::optim::{
     deep_copy, float, forward_to_param_groups, param_group_methods, py_float, set_bool, set_f64, signed_grad,
-    step_tensor, zeros_like, GroupOptions, Optimizer, OptionValue, ParamGroups, ParamState, StateLoader,
+    step_tensor, with_values, zeros_like, GroupOptions, Optimizer, OptionValue, ParamGroups, ParamState, StateLoader,
 };
 
 /// The options of [`SparseAdam`], with PyTorch's defaults.
@@ -160,15 +160,11 @@ fn sparse_adam_update(
     };
     s.step += 1.0;
     let grad = ops::coalesce(&signed_grad(grad, o.maximize)?)?;
-    let (indices, values) = (ops::_indices(&grad)?, ops::_values(&grad)?);
+    let values = ops::_values(&grad)?;
     if values.numel() == 0 {
         return Ok(());
     }
-    let size = grad.sizes().to_vec();
-    let make = |v: &Tensor| {
-        let (sd, dd) = (indices.sizes()[0], v.dim() as i64 - 1);
-        ops::_sparse_coo_tensor_with_dims_and_tensors(sd, dd, &size, &indices, v, None, None, None, None, Some(true))
-    };
+    let make = |v: &Tensor| with_values(&grad, v);
     let (beta1, beta2) = o.betas;
     let one = Scalar::Int(1);
     let old_m = ops::_values(&ops::sparse_mask(&s.exp_avg, &grad)?)?;
@@ -213,17 +209,12 @@ impl SparseAdam {
 
     /// PyTorch's constructor check: every parameter strided.
     fn after_add_param_group(&mut self) -> Result<()> {
-        let mut sparse = Vec::new();
-        let mut i = 0;
-        for g in 0.. {
-            let Some(params) = self.groups.try_params(g) else { break };
-            for p in params {
-                if p.tensor().layout() != c10::Layout::Strided {
-                    sparse.push(i);
-                }
-                i += 1;
-            }
-        }
+        // [group, index] of each sparse parameter, as PyTorch lists them.
+        let sparse: Vec<[usize; 2]> = (self.groups.groups().iter().enumerate())
+            .flat_map(|(g, group)| group.params().iter().enumerate().map(move |(i, p)| (g, i, p)))
+            .filter(|(_, _, p)| p.tensor().layout() != c10::Layout::Strided)
+            .map(|(g, i, _)| [g, i])
+            .collect();
         if !sparse.is_empty() {
             return Err(Error::invalid(
                 "SparseAdam",

@@ -168,6 +168,20 @@ fn operators_match_pytorch() -> Result<()> {
     check("empty mm M", &ops::mm(&empty, &m)?);
     check_coo("empty + A2", &ops::add(&empty, &a2, one)?);
     check_coo("sparse_mask", &ops::sparse_mask(&d, &ops::coalesce(&a)?)?);
+    // A sparse `self` is read at the mask's positions (zero where it stores nothing), not made
+    // dense: the same values as its dense form gives.
+    let from_sparse = ops::sparse_mask(&a2, &ops::coalesce(&a)?)?;
+    let from_dense = ops::sparse_mask(&ops::to_dense(&a2, None, None)?, &ops::coalesce(&a)?)?;
+    assert_eq!(ops::_values(&from_sparse)?.to_vec::<f64>()?, ops::_values(&from_dense)?.to_vec::<f64>()?);
+    // Dimensions far longer than what is stored: index_select and sparse @ sparse work from
+    // the stored elements (no table as long as a dimension).
+    let huge = 1i64 << 40;
+    let tall = coo(&[5, huge - 1, 0, 3], 2, wave(&[2], 1.0, 0.5), &[huge, 4]);
+    let picked = ops::index_select(&tall, 0, &Tensor::from_slice(&[huge - 1, 5, huge - 1]))?;
+    assert_eq!((picked.sizes(), ops::_nnz(&picked)?), (&[3i64, 4][..], 3));
+    let wide = coo(&[0, 1, 5, huge - 1], 2, wave(&[2], 1.0, 0.5), &[2, huge]);
+    let p = ops::mm(&wide, &tall)?;
+    assert_eq!((p.sizes(), ops::_nnz(&p)?), (&[2i64, 4][..], 2));
     // In place: dense += sparse, sparse += sparse, sparse *= scalar, zero_.
     let dd = ops::clone(&d, None)?;
     ops::add_(&dd, &a, Scalar::Float(2.5))?;
@@ -366,6 +380,26 @@ fn bad_input_is_an_error_in_pytorchs_words() -> Result<()> {
     assert!(e.contains("mat1 and mat2 shapes cannot be multiplied (3x4 and 3x3)"), "{e}");
     let e = ops::pow_tensor_scalar(&a, Scalar::Int(0)).expect_err("zero power").to_string();
     assert!(e.contains("cannot raise to zeroth power on sparse tensor"), "{e}");
+    // In place, PyTorch's canCast: a wider result may land in a narrower float, not in an int.
+    let a32 = ops::_to_copy(&a, Some(ScalarType::F32), None, None, None, false, None)?;
+    ops::add_(&a32, &a, Scalar::Int(1))?;
+    assert_eq!(a32.dtype(), ScalarType::F32);
+    let want = ops::mul_scalar(&ops::to_dense(&a, None, None)?, Scalar::Int(2))?.to_vec::<f64>()?;
+    for (g, w) in ops::to_dense(&a32, None, None)?.to_vec::<f64>()?.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+    let ints = coo(&[0, 1], 1, Tensor::from_slice(&[1i64, 2]), &[2]);
+    let e = ops::mul_scalar_(&ints, Scalar::Float(2.5)).expect_err("float into long").to_string();
+    assert!(e.contains("can't be cast to the desired output type"), "{e}");
+    let fsp = coo(&[0, 1], 1, wave(&[2], 1.0, 0.0), &[2]);
+    let e = ops::add_(&Tensor::from_slice(&[1i64, 2]), &fsp, Scalar::Int(1)).expect_err("long += float").to_string();
+    assert!(e.contains("can't be cast to the desired output type"), "{e}");
+    // A crow_indices without elements, negative sizes: errors, not panics.
+    let none = Tensor::from_vec(Vec::<i64>::new(), &[0])?;
+    assert!(ops::sparse_csr_tensor_crow_col_value(&none, &none, &wave(&[0], 1.0, 0.0), None, None, None, None).is_err());
+    let crow = Tensor::from_slice(&[0i64]);
+    let e = ops::sparse_csr_tensor(&crow, &none, &wave(&[0], 1.0, 0.0), &[-1, 2], None, None, None, None);
+    assert!(e.expect_err("negative size").to_string().contains("negative dimension"));
     // An index checked where it is used: a tensor built unchecked with a bad index.
     let bad = aten::native::sparse::new_coo(&[2], &i(vec![0, 7], &[1, 2]), &v, false)?;
     let e = ops::to_dense(&bad, None, None).expect_err("bad index").to_string();
