@@ -21,6 +21,8 @@ mod index;
 mod loops;
 #[cfg(feature = "cuda")]
 mod sort;
+#[cfg(feature = "cuda")]
+mod sparse;
 
 #[cfg(feature = "cuda")]
 pub mod driver;

@@ -930,3 +930,56 @@ fn sparse_operands_on_two_devices_are_an_error() {
     let m = ops::sparse_mask(&sample(&[2, 2], ScalarType::F32, 2).cuda_on(0).unwrap(), &g).unwrap();
     assert_eq!((ops::_values(&m).unwrap().device(), ops::_indices(&m).unwrap().device()), (GPU, GPU));
 }
+
+#[test]
+fn sparse_dense_products_run_the_row_loop_and_match_the_cpu() {
+    // Note [Row-wise sparse products]: COO (uncoalesced, with duplicates, and coalesced) and CSR
+    // (with empty rows) @ dense on the device, every float dtype, nnz = 0, and addmm.
+    setup();
+    let idx = Tensor::from_vec(vec![3i64, 0, 3, 0, 3, 1, 2, 0, 2, 2, 4, 1], &[2, 6]).unwrap();
+    for (dt, rel) in
+        [(ScalarType::F32, 1e-6), (ScalarType::F64, 1e-12), (ScalarType::F16, 1e-3), (ScalarType::BF16, 1e-2)]
+    {
+        let s = ops::sparse_coo_tensor(&idx, &sample(&[6], dt, 3), &[5, 5], None, None, None, None, None).unwrap();
+        let m = sample(&[5, 7], dt, 7);
+        // The reference: the CPU's product in float64, rounded to the dtype.
+        let want = |s: &Tensor| {
+            let s64 = ops::_to_copy(s, Some(ScalarType::F64), None, None, None, false, None).unwrap();
+            let m64 = ops::_to_copy(&m, Some(ScalarType::F64), None, None, None, false, None).unwrap();
+            ops::_to_copy(&ops::mm(&s64, &m64).unwrap(), Some(dt), None, None, None, false, None).unwrap()
+        };
+        let g = ops::_to_copy(&s, None, None, Some(GPU), None, false, None).unwrap();
+        let gm = m.cuda_on(0).unwrap();
+        let p = ops::mm(&g, &gm).unwrap();
+        assert_eq!((p.device(), p.dtype()), (GPU, dt));
+        assert_close(&p.cpu().unwrap(), &want(&s), rel, &format!("uncoalesced coo @ dense, {dt}"));
+        let coalesced = ops::coalesce(&g).unwrap();
+        assert_close(&ops::mm(&coalesced, &gm).unwrap().cpu().unwrap(), &want(&s), rel, &format!("coo @ dense, {dt}"));
+        let csr = ops::to_sparse_csr(&coalesced, None).unwrap();
+        assert_close(&ops::mm(&csr, &gm).unwrap().cpu().unwrap(), &want(&s), rel, &format!("csr @ dense, {dt}"));
+        let bias = sample(&[5, 7], dt, 11);
+        let got = ops::addmm(&bias.cuda_on(0).unwrap(), &g, &gm, Scalar::Float(0.5), Scalar::Int(2)).unwrap();
+        let cpu = ops::addmm(&bias, &s, &m, Scalar::Float(0.5), Scalar::Int(2)).unwrap();
+        assert_eq!(got.device(), GPU);
+        assert_close(&got.cpu().unwrap(), &cpu, rel * 4.0, &format!("addmm, {dt}"));
+    }
+    // No stored elements: zeros, on the device.
+    let empty = ops::sparse_coo_tensor(
+        &Tensor::from_vec(Vec::<i64>::new(), &[2, 0]).unwrap(),
+        &sample(&[0], ScalarType::F32, 1),
+        &[3, 5],
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
+    .unwrap();
+    let g = ops::_to_copy(&empty, None, None, Some(GPU), None, false, None).unwrap();
+    let p = ops::mm(&g, &sample(&[5, 2], ScalarType::F32, 2).cuda_on(0).unwrap()).unwrap();
+    assert_eq!((p.device(), p.sizes()), (GPU, &[3i64, 2][..]));
+    assert!(values(&p.cpu().unwrap()).iter().all(|&v| v == 0.0));
+    let pc = ops::mm(&ops::to_sparse_csr(&g, None).unwrap(), &sample(&[5, 2], ScalarType::F32, 2).cuda_on(0).unwrap())
+        .unwrap();
+    assert!(values(&pc.cpu().unwrap()).iter().all(|&v| v == 0.0));
+}

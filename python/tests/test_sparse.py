@@ -58,6 +58,25 @@ def test_operators_match(pytorch):
         s + d
 
 
+def test_softmax_hspmm_and_sspaddmm_match(pytorch):
+    s, p = _coo(torch), _coo(pytorch)
+    for d in (0, 1, -1):
+        for f in ("softmax", "log_softmax"):
+            ours, theirs = getattr(torch.sparse, f)(s, d), getattr(pytorch.sparse, f)(p, d)
+            assert ours.indices().tolist() == theirs.indices().tolist()
+            _close(ours.values(), theirs.values())
+    m, pm = _wave(torch, [4, 3], 0.6, 0.4), _wave(pytorch, [4, 3], 0.6, 0.4)
+    h, ph = torch.hspmm(s, m), pytorch.hspmm(p, pm)
+    assert (h.sparse_dim(), h.dense_dim(), h._indices().tolist()) == (ph.sparse_dim(), ph.dense_dim(), ph._indices().tolist())
+    _close(h._values(), ph._values())
+    i = [[0, 2, 2], [1, 0, 0]]
+    t = torch.sparse_coo_tensor(torch.tensor(i), _wave(torch, [3], 0.3, 0.9), (3, 3))
+    pt = pytorch.sparse_coo_tensor(pytorch.tensor(i), _wave(pytorch, [3], 0.3, 0.9), (3, 3))
+    r, pr = torch.sspaddmm(t, s, m, beta=0.5, alpha=2.0), pytorch.sspaddmm(pt, p, pm, beta=0.5, alpha=2.0)
+    assert r._indices().tolist() == pr._indices().tolist()
+    _close(r._values(), pr._values())
+
+
 def test_printing_matches(pytorch):
     x = [[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]
     assert repr(torch.tensor(x).to_sparse()) == repr(pytorch.tensor(x).to_sparse())

@@ -156,7 +156,18 @@ def _sparse_addmm(mat, mat1, mat2, *, beta=1, alpha=1):
     return _C._torch_functions["_sparse_addmm"](mat, mat1, mat2, beta=beta, alpha=alpha)
 
 
-sparse = _submodule("sparse", {"mm": _C._torch_functions["_sparse_mm"], "sum": _sparse_sum, "addmm": _sparse_addmm},
+def _sparse_softmax(input, dim, dtype=None):
+    """``torch.sparse.softmax``: over the stored elements only (an unstored one takes no share)."""
+    return _C._torch_functions["_sparse_softmax"](input, dim, dtype=dtype)
+
+
+def _sparse_log_softmax(input, dim, dtype=None):
+    """``torch.sparse.log_softmax``: the logarithm of ``torch.sparse.softmax``."""
+    return _C._torch_functions["_sparse_log_softmax"](input, dim, dtype=dtype)
+
+
+sparse = _submodule("sparse", {"mm": _C._torch_functions["_sparse_mm"], "sum": _sparse_sum, "addmm": _sparse_addmm,
+                               "softmax": _sparse_softmax, "log_softmax": _sparse_log_softmax},
                     "torch.sparse: products and sums that keep sparse gradients sparse.")
 # torch.special's aliases of operators that live under their own names.
 for _alias, _op in {

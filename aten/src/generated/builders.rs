@@ -14812,8 +14812,98 @@ impl<'a> PrivateSparseAddmm<'a> {
     }
 }
 
+/// The builder of [`sspaddmm`](crate::front::sspaddmm); overloads:
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4311)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct Sspaddmm<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) mat1: &'a Tensor,
+    pub(crate) mat2: &'a Tensor,
+    pub(crate) beta: Option<Scalar>,
+    pub(crate) alpha: Option<Scalar>,
+}
+
+impl<'a> Sspaddmm<'a> {
+    /// Sets `beta` (default `1`).
+    #[inline]
+    pub fn beta(mut self, v: impl Into<Scalar>) -> Self {
+        self.beta = Some(v.into());
+        self
+    }
+
+    /// Sets `alpha` (default `1`).
+    #[inline]
+    pub fn alpha(mut self, v: impl Into<Scalar>) -> Self {
+        self.alpha = Some(v.into());
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let Sspaddmm { self_, mat1, mat2, beta, alpha, .. } = self;
+        crate::handles::sspaddmm::call(
+            self_,
+            mat1,
+            mat2,
+            beta.unwrap_or(Scalar::Int(1)),
+            alpha.unwrap_or(Scalar::Int(1)),
+        )
+    }
+}
+
+/// The builder of [`_sparse_softmax_int`](crate::front::_sparse_softmax_int); overloads:
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4316)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateSparseSoftmaxInt<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) dim: i64,
+    pub(crate) dtype: Option<ScalarType>,
+}
+
+impl<'a> PrivateSparseSoftmaxInt<'a> {
+    /// Sets `dtype` (default `None`).
+    #[inline]
+    pub fn dtype(mut self, v: ScalarType) -> Self {
+        self.dtype = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let PrivateSparseSoftmaxInt { self_, dim, dtype, .. } = self;
+        crate::handles::_sparse_softmax_int::call(self_, dim, dtype)
+    }
+}
+
+/// The builder of [`_sparse_log_softmax_int`](crate::front::_sparse_log_softmax_int); overloads:
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4328)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateSparseLogSoftmaxInt<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) dim: i64,
+    pub(crate) dtype: Option<ScalarType>,
+}
+
+impl<'a> PrivateSparseLogSoftmaxInt<'a> {
+    /// Sets `dtype` (default `None`).
+    #[inline]
+    pub fn dtype(mut self, v: ScalarType) -> Self {
+        self.dtype = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let PrivateSparseLogSoftmaxInt { self_, dim, dtype, .. } = self;
+        crate::handles::_sparse_log_softmax_int::call(self_, dim, dtype)
+    }
+}
+
 /// The builder of [`sparse_csr_tensor`](crate::front::sparse_csr_tensor); overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4311)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4344)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensor<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -14874,7 +14964,7 @@ impl<'a> SparseCsrTensor<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor_crow_col_value`](crate::front::sparse_csr_tensor_crow_col_value); overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4315)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4348)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensorCrowColValue<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -14934,7 +15024,7 @@ impl<'a> SparseCsrTensorCrowColValue<'a> {
 }
 
 /// The builder of [`to_sparse_csr`](crate::front::to_sparse_csr); overloads:
-/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4329)
+/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4362)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14958,7 +15048,7 @@ impl<'a> ToSparseCsr<'a> {
 }
 
 /// The builder of [`_to_sparse_csr`](crate::front::_to_sparse_csr); overloads:
-/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4334)
+/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4367)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,

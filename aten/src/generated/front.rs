@@ -6083,8 +6083,74 @@ pub fn _sparse_mm<'a>(sparse: &'a Tensor, dense: &'a Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
+/// `hspmm`; overloads:
+/// - `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4307)
+#[inline]
+pub fn hspmm<'a>(mat1: &'a Tensor, mat2: &'a Tensor) -> Result<Tensor> {
+    crate::handles::hspmm::call(mat1, mat2)
+}
+
+/// `sspaddmm`; overloads:
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4311)
+#[inline]
+pub fn sspaddmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
+    builders::Sspaddmm { self_, mat1, mat2, beta: None, alpha: None }
+}
+
+/// `_sparse_softmax`; overloads:
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4316)
+#[inline]
+pub fn _sparse_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseSoftmaxInt<'a> {
+    builders::PrivateSparseSoftmaxInt { self_, dim, dtype: None }
+}
+
+/// `_sparse_softmax`; overloads:
+/// - `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4320)
+#[inline]
+pub fn _sparse_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
+}
+
+/// `_sparse_softmax_backward_data`; overloads:
+/// - `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4324)
+#[inline]
+pub fn _sparse_softmax_backward_data<'a>(
+    grad_output: &'a Tensor,
+    output: &'a Tensor,
+    dim: i64,
+    self_: &'a Tensor,
+) -> Result<Tensor> {
+    crate::handles::_sparse_softmax_backward_data::call(grad_output, output, dim, self_)
+}
+
+/// `_sparse_log_softmax`; overloads:
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4328)
+#[inline]
+pub fn _sparse_log_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseLogSoftmaxInt<'a> {
+    builders::PrivateSparseLogSoftmaxInt { self_, dim, dtype: None }
+}
+
+/// `_sparse_log_softmax`; overloads:
+/// - `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4332)
+#[inline]
+pub fn _sparse_log_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
+}
+
+/// `_sparse_log_softmax_backward_data`; overloads:
+/// - `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4336)
+#[inline]
+pub fn _sparse_log_softmax_backward_data<'a>(
+    grad_output: &'a Tensor,
+    output: &'a Tensor,
+    dim: i64,
+    self_: &'a Tensor,
+) -> Result<Tensor> {
+    crate::handles::_sparse_log_softmax_backward_data::call(grad_output, output, dim, self_)
+}
+
 /// `embedding_sparse_backward`; overloads:
-/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4307)
+/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4340)
 #[inline]
 pub fn embedding_sparse_backward<'a>(
     grad: &'a Tensor,
@@ -6097,7 +6163,7 @@ pub fn embedding_sparse_backward<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4311)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4344)
 #[inline]
 pub fn sparse_csr_tensor<'a>(
     crow_indices: &'a Tensor,
@@ -6118,7 +6184,7 @@ pub fn sparse_csr_tensor<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4315)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4348)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value<'a>(
     crow_indices: &'a Tensor,
@@ -8740,8 +8806,15 @@ impl Tensor {
         crate::handles::sparse_mask::call(self_, mask)
     }
 
+    /// `sspaddmm`; overloads:
+    /// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4311)
+    #[inline]
+    pub fn sspaddmm<'a>(&'a self, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
+        builders::Sspaddmm { self_: self, mat1, mat2, beta: None, alpha: None }
+    }
+
     /// `crow_indices`; overloads:
-    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4319)
+    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4352)
     #[inline]
     pub fn crow_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8749,7 +8822,7 @@ impl Tensor {
     }
 
     /// `col_indices`; overloads:
-    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4324)
+    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4357)
     #[inline]
     pub fn col_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8757,14 +8830,14 @@ impl Tensor {
     }
 
     /// `to_sparse_csr`; overloads:
-    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4329)
+    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4362)
     #[inline]
     pub fn to_sparse_csr<'a>(&'a self) -> builders::ToSparseCsr<'a> {
         builders::ToSparseCsr { self_: self, dense_dim: None }
     }
 
     /// `_to_sparse_csr`; overloads:
-    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4334)
+    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4367)
     #[inline]
     pub fn _to_sparse_csr<'a>(&'a self) -> builders::PrivateToSparseCsr<'a> {
         builders::PrivateToSparseCsr { self_: self, dense_dim: None }

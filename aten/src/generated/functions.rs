@@ -7072,7 +7072,65 @@ pub fn _sparse_mm(sparse: &Tensor, dense: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
-/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4307)
+/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4307)
+#[inline]
+pub fn hspmm(mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    crate::handles::hspmm::call(mat1, mat2)
+}
+
+/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4311)
+#[inline]
+pub fn sspaddmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::sspaddmm::call(self_, mat1, mat2, beta, alpha)
+}
+
+/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4316)
+#[inline]
+pub fn _sparse_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::_sparse_softmax_int::call(self_, dim, dtype)
+}
+
+/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4320)
+#[inline]
+pub fn _sparse_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
+}
+
+/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4324)
+#[inline]
+pub fn _sparse_softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    self_: &Tensor,
+) -> Result<Tensor> {
+    crate::handles::_sparse_softmax_backward_data::call(grad_output, output, dim, self_)
+}
+
+/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4328)
+#[inline]
+pub fn _sparse_log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::_sparse_log_softmax_int::call(self_, dim, dtype)
+}
+
+/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4332)
+#[inline]
+pub fn _sparse_log_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
+}
+
+/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4336)
+#[inline]
+pub fn _sparse_log_softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    self_: &Tensor,
+) -> Result<Tensor> {
+    crate::handles::_sparse_log_softmax_backward_data::call(grad_output, output, dim, self_)
+}
+
+/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4340)
 #[inline]
 pub fn embedding_sparse_backward(
     grad: &Tensor,
@@ -7084,7 +7142,7 @@ pub fn embedding_sparse_backward(
     crate::handles::embedding_sparse_backward::call(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
 }
 
-/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4311)
+/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4344)
 #[inline]
 pub fn sparse_csr_tensor(
     crow_indices: &Tensor,
@@ -7108,7 +7166,7 @@ pub fn sparse_csr_tensor(
     )
 }
 
-/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4315)
+/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4348)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value(
     crow_indices: &Tensor,
@@ -7130,25 +7188,25 @@ pub fn sparse_csr_tensor_crow_col_value(
     )
 }
 
-/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4319)
+/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4352)
 #[inline]
 pub fn crow_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::crow_indices::call(self_)
 }
 
-/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4324)
+/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4357)
 #[inline]
 pub fn col_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::col_indices::call(self_)
 }
 
-/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4329)
+/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4362)
 #[inline]
 pub fn to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4334)
+/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4367)
 #[inline]
 pub fn _to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::_to_sparse_csr::call(self_, dense_dim)

@@ -706,13 +706,19 @@ impl Tensor {
         crate::handles::to_sparse::call(self, layout, blocksize, dense_dim)
     }
 
-    /// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4329)
+    /// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4311)
+    #[inline]
+    pub fn sspaddmm_with(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+        crate::handles::sspaddmm::call(self, mat1, mat2, beta, alpha)
+    }
+
+    /// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4362)
     #[inline]
     pub fn to_sparse_csr_with(&self, dense_dim: Option<i64>) -> Result<Tensor> {
         crate::handles::to_sparse_csr::call(self, dense_dim)
     }
 
-    /// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4334)
+    /// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4367)
     #[inline]
     pub fn _to_sparse_csr_with(&self, dense_dim: Option<i64>) -> Result<Tensor> {
         crate::handles::_to_sparse_csr::call(self, dense_dim)

@@ -960,6 +960,14 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::_sparse_sum_backward::SCHEMA).expect("generated schema parses");
     d.def(handles::_sparse_addmm::SCHEMA).expect("generated schema parses");
     d.def(handles::_sparse_mm::SCHEMA).expect("generated schema parses");
+    d.def(handles::hspmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::sspaddmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_softmax_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_softmax::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_softmax_backward_data::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_log_softmax_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_log_softmax::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_log_softmax_backward_data::SCHEMA).expect("generated schema parses");
     d.def(handles::embedding_sparse_backward::SCHEMA).expect("generated schema parses");
     d.def(handles::sparse_csr_tensor_crow_col_value_size::SCHEMA).expect("generated schema parses");
     d.def(handles::sparse_csr_tensor_crow_col_value::SCHEMA).expect("generated schema parses");
@@ -11675,6 +11683,22 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::_sparse_softmax_int::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_sparse_softmax_int::kernel(|_ks, self_, dim, dtype| {
+            crate::native::sparse::_sparse_softmax_int(self_, dim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_log_softmax_int::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_sparse_log_softmax_int::kernel(|_ks, self_, dim, dtype| {
+            crate::native::sparse::_sparse_log_softmax_int(self_, dim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::sparse_csr_tensor_crow_col_value_size::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::sparse_csr_tensor_crow_col_value_size::kernel(
@@ -14845,6 +14869,52 @@ pub fn register_sparse_cpu(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::hspmm::NAME,
+        DispatchKey::SparseCPU,
+        handles::hspmm::kernel(|_ks, mat1, mat2| crate::native::sparse::hspmm(mat1, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sspaddmm::NAME,
+        DispatchKey::SparseCPU,
+        handles::sspaddmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::sparse::sspaddmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_softmax::NAME,
+        DispatchKey::SparseCPU,
+        handles::_sparse_softmax::kernel(|_ks, self_, dim, half_to_float| {
+            crate::native::sparse::_sparse_softmax(self_, dim, half_to_float)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_softmax_backward_data::NAME,
+        DispatchKey::SparseCPU,
+        handles::_sparse_softmax_backward_data::kernel(|_ks, grad_output, output, dim, self_| {
+            crate::native::sparse::_sparse_softmax_backward_data(grad_output, output, dim, self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_log_softmax::NAME,
+        DispatchKey::SparseCPU,
+        handles::_sparse_log_softmax::kernel(|_ks, self_, dim, half_to_float| {
+            crate::native::sparse::_sparse_log_softmax(self_, dim, half_to_float)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_log_softmax_backward_data::NAME,
+        DispatchKey::SparseCPU,
+        handles::_sparse_log_softmax_backward_data::kernel(|_ks, grad_output, output, dim, self_| {
+            crate::native::sparse::_sparse_log_softmax_backward_data(grad_output, output, dim, self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::_to_sparse_csr::NAME,
         DispatchKey::SparseCPU,
         handles::_to_sparse_csr::kernel(|_ks, self_, dense_dim| {
@@ -15091,6 +15161,52 @@ pub fn register_sparse_cuda(d: &Dispatcher) {
         DispatchKey::SparseCUDA,
         handles::_sparse_addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
             crate::native::sparse::_sparse_addmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hspmm::NAME,
+        DispatchKey::SparseCUDA,
+        handles::hspmm::kernel(|_ks, mat1, mat2| crate::native::sparse::hspmm(mat1, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sspaddmm::NAME,
+        DispatchKey::SparseCUDA,
+        handles::sspaddmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::sparse::sspaddmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_softmax::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_sparse_softmax::kernel(|_ks, self_, dim, half_to_float| {
+            crate::native::sparse::_sparse_softmax(self_, dim, half_to_float)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_softmax_backward_data::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_sparse_softmax_backward_data::kernel(|_ks, grad_output, output, dim, self_| {
+            crate::native::sparse::_sparse_softmax_backward_data(grad_output, output, dim, self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_log_softmax::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_sparse_log_softmax::kernel(|_ks, self_, dim, half_to_float| {
+            crate::native::sparse::_sparse_log_softmax(self_, dim, half_to_float)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_log_softmax_backward_data::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_sparse_log_softmax_backward_data::kernel(|_ks, grad_output, output, dim, self_| {
+            crate::native::sparse::_sparse_log_softmax_backward_data(grad_output, output, dim, self_)
         }),
     )
     .expect("generated registration");

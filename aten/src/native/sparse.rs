@@ -1221,6 +1221,201 @@ pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Resul
     new_coo(self_.sizes(), &c.indices, &v, c.coalesced)
 }
 
+// ---- softmax ---------------------------------------------------------------------------------
+
+// Note [Sparse softmax]: `torch.sparse.softmax` normalises over the stored elements only: an
+// element the tensor does not store counts as -inf and takes no share (it stays unstored).
+// Along a dense dimension that is the dense softmax of the values; along a sparse dimension the
+// elements whose indices agree everywhere but at `dim` form a group, normalised together at
+// each dense position. The input is coalesced first and the result has its pattern, flagged
+// coalesced, as PyTorch's. The gradient reads the incoming gradient at the result's pattern
+// (zero where it stores nothing) and has that pattern too. Groups are found and summed on the
+// host, in float64, from the maximum as a dense softmax is.
+
+/// The groups of coalesced `c`'s elements along sparse dim `d` of a tensor of `sizes`, as runs
+/// of `order` (positions of elements): `(order, starts)` with group `g` the elements
+/// `order[starts[g]..starts[g + 1]]`, in stored order.
+fn sparse_dim_groups(op: &str, c: &Coo, sizes: &[i64], d: usize) -> Result<(Vec<usize>, Vec<usize>)> {
+    let nnz = c.nnz() as usize;
+    let idx = host_indices(&c.indices)?;
+    let lin = linear_index(op, &idx, nnz, &sizes[..c.sparse_dim])?;
+    let stride: i64 = sizes[d + 1..c.sparse_dim].iter().product();
+    // The position with `d`'s coordinate taken out: equal exactly within a group.
+    let mut keyed: Vec<(i64, usize)> = (0..nnz).map(|e| (lin[e] - idx[d * nnz + e] * stride, e)).collect();
+    keyed.sort_unstable();
+    let mut starts = vec![0];
+    for k in 1..nnz {
+        if keyed[k].0 != keyed[k - 1].0 {
+            starts.push(k);
+        }
+    }
+    starts.push(nnz);
+    if nnz == 0 {
+        starts.truncate(1);
+    }
+    Ok((keyed.into_iter().map(|(_, e)| e).collect(), starts))
+}
+
+/// The float dtypes of PyTorch's sparse softmax, and its refusal of `half_to_float`.
+fn check_softmax(op: &str, t: &Tensor, half_to_float: bool) -> Result<()> {
+    if half_to_float {
+        return Err(Error::invalid(
+            op,
+            format!("{op}: softmax with half to float conversion is not supported on a sparse tensor"),
+        ));
+    }
+    if !matches!(t.dtype(), ScalarType::F32 | ScalarType::F64) {
+        return Err(Error::unsupported_dtype(op, t.dtype()));
+    }
+    Ok(())
+}
+
+/// `[nnz, inner]` host values of `values` (`inner` the product of the dense sizes) in float64.
+fn host_rows(values: &Tensor) -> Result<(Vec<f64>, usize)> {
+    let nnz = values.sizes()[0] as usize;
+    let v = values.to_vec::<f64>()?;
+    let inner = v.len().checked_div(nnz).unwrap_or(0);
+    Ok((v, inner))
+}
+
+/// Host results shaped like `like` (its dtype and device).
+fn rows_like(v: Vec<f64>, like: &Tensor) -> Result<Tensor> {
+    ops::to_device(&Tensor::from_vec(v, like.sizes())?, like.device(), like.dtype(), false, false, None)
+}
+
+fn sparse_softmax_impl(op: &str, self_: &Tensor, dim: i64, half_to_float: bool, log: bool) -> Result<Tensor> {
+    coo(op, self_)?;
+    check_softmax(op, self_, half_to_float)?;
+    let d = wrap_dim(op, dim, self_.dim())?;
+    let s = ops::coalesce(self_)?;
+    let c = coo(op, &s)?;
+    let values = if d >= c.sparse_dim {
+        let vd = (d - c.sparse_dim + 1) as i64;
+        if log {
+            ops::log_softmax(&c.values, vd, None)?
+        } else {
+            ops::softmax(&c.values, vd, None)?
+        }
+    } else {
+        let (order, starts) = sparse_dim_groups(op, &c, self_.sizes(), d)?;
+        let (v, inner) = host_rows(&c.values)?;
+        let mut out = vec![0f64; v.len()];
+        for g in starts.windows(2) {
+            let group = &order[g[0]..g[1]];
+            for j in 0..inner {
+                let m = group.iter().map(|&e| v[e * inner + j]).fold(f64::NEG_INFINITY, f64::max);
+                let total: f64 = group.iter().map(|&e| (v[e * inner + j] - m).exp()).sum();
+                for &e in group {
+                    let x = v[e * inner + j] - m;
+                    out[e * inner + j] = if log { x - total.ln() } else { x.exp() / total };
+                }
+            }
+        }
+        rows_like(out, &c.values)?
+    };
+    new_coo(self_.sizes(), &c.indices, &values, true)
+}
+
+fn sparse_softmax_backward_impl(op: &str, grad: &Tensor, output: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
+    let c = coo(op, output)?;
+    same_device(op, grad, output)?;
+    if grad.sizes() != output.sizes() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "{op}: grad_output of shape {:?} does not match output of shape {:?}",
+                grad.sizes(),
+                output.sizes()
+            ),
+        ));
+    }
+    let d = wrap_dim(op, dim, output.dim())?;
+    let g = scaled(&project(op, grad, &c.indices, output.sizes())?, &Scalar::Int(1), output.dtype())?;
+    let values = if d >= c.sparse_dim {
+        let vd = (d - c.sparse_dim + 1) as i64;
+        let y = &c.values;
+        if log {
+            let total = ops::sum_dim_intlist(&g, Some(&[vd]), true, None)?;
+            ops::sub(&g, &ops::mul(&ops::exp(y)?, &total)?, Scalar::Int(1))?
+        } else {
+            let total = ops::sum_dim_intlist(&ops::mul(&g, y)?, Some(&[vd]), true, None)?;
+            ops::mul(y, &ops::sub(&g, &total, Scalar::Int(1))?)?
+        }
+    } else {
+        let (order, starts) = sparse_dim_groups(op, &c, output.sizes(), d)?;
+        let (y, inner) = host_rows(&c.values)?;
+        let (gv, _) = host_rows(&g)?;
+        let mut out = vec![0f64; y.len()];
+        for run in starts.windows(2) {
+            let group = &order[run[0]..run[1]];
+            for j in 0..inner {
+                let at = |e: usize| e * inner + j;
+                if log {
+                    let total: f64 = group.iter().map(|&e| gv[at(e)]).sum();
+                    for &e in group {
+                        out[at(e)] = gv[at(e)] - y[at(e)].exp() * total;
+                    }
+                } else {
+                    let total: f64 = group.iter().map(|&e| gv[at(e)] * y[at(e)]).sum();
+                    for &e in group {
+                        out[at(e)] = y[at(e)] * (gv[at(e)] - total);
+                    }
+                }
+            }
+        }
+        rows_like(out, &c.values)?
+    };
+    new_coo(output.sizes(), &c.indices, &values, true)
+}
+
+/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (Note [Sparse softmax]).
+pub fn _sparse_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    sparse_softmax_impl("_sparse_softmax", self_, dim, half_to_float, false)
+}
+
+/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`.
+pub fn _sparse_log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    sparse_softmax_impl("_sparse_log_softmax", self_, dim, half_to_float, true)
+}
+
+/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`: `self`
+/// converted to `dtype` first when given (`torch.sparse.softmax`).
+pub fn _sparse_softmax_int(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    ops::_sparse_softmax_op(&converted(self_, dtype)?, dim, false)
+}
+
+/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`.
+pub fn _sparse_log_softmax_int(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    ops::_sparse_log_softmax_op(&converted(self_, dtype)?, dim, false)
+}
+
+fn converted(t: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    match dtype {
+        Some(dt) if dt != t.dtype() => ops::to(t, dt, false, false, None),
+        _ => Ok(t.clone()),
+    }
+}
+
+/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor`.
+pub fn _sparse_softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    _self: &Tensor,
+) -> Result<Tensor> {
+    sparse_softmax_backward_impl("_sparse_softmax_backward_data", grad_output, output, dim, false)
+}
+
+/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor`.
+pub fn _sparse_log_softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    _self: &Tensor,
+) -> Result<Tensor> {
+    sparse_softmax_backward_impl("_sparse_log_softmax_backward_data", grad_output, output, dim, true)
+}
+
 // ---- shape -----------------------------------------------------------------------------------
 
 /// `transpose.int` of a COO tensor: two sparse dimensions swap their index rows (a new tensor,
@@ -1493,15 +1688,8 @@ fn spmm(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<Tensor> {
         let out = zeros(&[m, n], d.dtype(), dev)?;
         // Elements grouped by row, in stored order (a coalesced tensor's already are).
         let start = row_offsets(&idx[..nnz], m as usize);
-        let by_row = (!c.coalesced).then(|| {
-            let mut fill = start.clone();
-            let mut by_row = vec![0usize; nnz];
-            for (k, &r) in idx[..nnz].iter().enumerate() {
-                by_row[fill[r as usize] as usize] = k;
-                fill[r as usize] += 1;
-            }
-            by_row
-        });
+        let by_row: Option<Vec<usize>> =
+            (!c.coalesced).then(|| group_by_row(&idx[..nnz], &start).into_iter().map(|k| k as usize).collect());
         let order = by_row.as_deref();
         match d.dtype() {
             ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, &idx[nnz..], &start, order, n as usize)?,
@@ -1509,11 +1697,44 @@ fn spmm(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<Tensor> {
         }
         return Ok(out);
     }
+    if let Some(run) = device_spmm(d) {
+        // The device's row loop (Note [Row-wise sparse products] in kernels-cuda): the rows'
+        // offsets and (uncoalesced) the elements grouped by row, built here from the checked
+        // host indices.
+        let start = row_offsets(&idx[..nnz], m as usize);
+        let order = (!c.coalesced).then(|| group_by_row(&idx[..nnz], &start));
+        let crow = long_tensor(start, &[m + 1], dev)?;
+        let order = order.map(|o| long_tensor(o, &[nnz as i64], dev)).transpose()?;
+        let col = ops::contiguous(&ops::select(&c.indices, 0, 1)?, MemoryFormat::Contiguous)?;
+        let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
+        let out = ops::empty(&[m, n], Some(d.dtype()), None, Some(dev), None, None)?;
+        run(&out, &ops::contiguous(d, MemoryFormat::Contiguous)?, &vals, &crow, &col, order.as_ref())?;
+        return Ok(out);
+    }
     let cols = ops::select(&c.indices, 0, 1)?;
     let rows = ops::select(&c.indices, 0, 0)?;
     let gathered = ops::mul(&ops::index_select(d, 0, &cols)?, &ops::unsqueeze(&c.values, 1)?)?;
     let out = zeros(&[m, n], d.dtype(), dev)?;
     ops::index_add_(&out, 0, &rows, &gathered, Scalar::Int(1))
+}
+
+/// The elements grouped by row, in stored order within a row: positions `start[r]..start[r +
+/// 1]` of the result list row `r`'s elements (`start` from [`row_offsets`] of `rows`).
+fn group_by_row(rows: &[i64], start: &[i64]) -> Vec<i64> {
+    let mut fill = start[..start.len() - 1].to_vec();
+    let mut by_row = vec![0i64; rows.len()];
+    for (k, &r) in rows.iter().enumerate() {
+        by_row[fill[r as usize] as usize] = k as i64;
+        fill[r as usize] += 1;
+    }
+    by_row
+}
+
+/// The device's sparse @ dense loop for a strided `d` off the CPU, when its backend has one
+/// for `d`'s dtype (the floating dtypes).
+fn device_spmm(d: &Tensor) -> Option<crate::native::stub::SpmmLoop> {
+    let float = matches!(d.dtype(), ScalarType::F32 | ScalarType::F64 | ScalarType::F16 | ScalarType::BF16);
+    (!d.device().is_cpu() && float).then(|| crate::native::stub::spmm_loop(d.device(), d.dtype())).flatten()
 }
 
 /// The row loop of a sparse @ dense product: row `r` of `out` sums `vals[k] * dense[cols[k]]`
@@ -1658,6 +1879,86 @@ pub fn mv_sparse(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
         ));
     }
     ops::squeeze_dim(&ops::mm(self_, &ops::unsqueeze(vec, 1)?)?, 1)
+}
+
+/// The rows of `mat1 @ mat2` that can be nonzero: mat1's (sparse COO matrix) distinct stored
+/// rows in increasing order, and the product's `[rows, n]` values for them (the row loop of
+/// [`spmm`] on mat1 with its rows renumbered).
+fn stored_row_products(op: &str, mat1: &Tensor, mat2: &Tensor) -> Result<(Vec<i64>, Tensor)> {
+    let c = coo(op, mat1)?;
+    check_mm_operands(op, mat1, &c, mat2)?;
+    let c = coo(op, &ops::coalesce(mat1)?)?;
+    let nnz = c.nnz() as usize;
+    let idx = host_indices(&c.indices)?;
+    linear_index(op, &idx, nnz, &mat1.sizes()[..2])?;
+    // Coalesced: the rows are sorted, so renumbering is a count of distinct ones so far.
+    let mut rows: Vec<i64> = Vec::new();
+    let mut renumbered = idx.to_vec();
+    for (k, &r) in idx[..nnz].iter().enumerate() {
+        if rows.last() != Some(&r) {
+            rows.push(r);
+        }
+        renumbered[k] = rows.len() as i64 - 1;
+    }
+    let u = rows.len() as i64;
+    let dev = mat1.device();
+    let compact = new_coo(&[u, mat1.sizes()[1]], &long_tensor(renumbered, &[2, nnz as i64], dev)?, &c.values, true)?;
+    let cc = coo(op, &compact)?;
+    Ok((rows, spmm(op, &compact, &cc, mat2)?))
+}
+
+/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor`: sparse @ dense as a hybrid COO tensor (one
+/// sparse and one dense dimension) holding the product's rows that can be nonzero: mat1's
+/// stored rows, in increasing order (flagged uncoalesced, as PyTorch flags it).
+pub fn hspmm(mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    let op = "hspmm";
+    let (rows, values) = stored_row_products(op, mat1, mat2)?;
+    let u = rows.len() as i64;
+    new_coo(&[mat1.sizes()[0], mat2.sizes()[1]], &long_tensor(rows, &[1, u], mat1.device())?, &values, false)
+}
+
+/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`:
+/// `beta * self + alpha * (mat1 @ mat2)` as a sparse COO tensor, with PyTorch's pattern:
+/// `self`'s elements as stored, then every column of each row of mat1 that stores something,
+/// uncoalesced.
+pub fn sspaddmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let op = "sspaddmm";
+    let t = coo(op, self_)?;
+    let (m, n) = (mat1.sizes().first().copied().unwrap_or(0), mat2.sizes().get(1).copied().unwrap_or(0));
+    if t.sparse_dim != 2 || t.dense_dim != 0 || self_.sizes() != [m, n] {
+        return Err(Error::shape(
+            op,
+            format!("sspaddmm: self of shape {:?} does not match the product's [{m}, {n}]", self_.sizes()),
+        ));
+    }
+    if self_.dtype() != mat1.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "sspaddmm: expected self and mat1 to have the same dtype, but got: {} != {}",
+                self_.dtype().cpp_name(),
+                mat1.dtype().cpp_name()
+            ),
+        ));
+    }
+    same_device(op, self_, mat1)?;
+    let (rows, values) = stored_row_products(op, mat1, mat2)?;
+    let u = rows.len();
+    let nu = (u as i64).checked_mul(n).ok_or_else(|| Error::invalid(op, "sspaddmm: nnz overflows"))?;
+    let mut idx = vec![0i64; 2 * nu as usize];
+    for (p, &r) in rows.iter().enumerate() {
+        for j in 0..n as usize {
+            idx[p * n as usize + j] = r;
+            idx[nu as usize + p * n as usize + j] = j as i64;
+        }
+    }
+    let dev = self_.device();
+    let indices = ops::cat(&[t.indices.clone(), long_tensor(idx, &[2, nu], dev)?], 1)?;
+    let values = ops::cat(
+        &[scaled(&t.values, &beta, self_.dtype())?, scaled(&ops::reshape(&values, &[nu])?, &alpha, self_.dtype())?],
+        0,
+    )?;
+    new_coo(&[m, n], &indices, &values, false)
 }
 
 /// `_sparse_addmm(Tensor self, Tensor sparse, Tensor dense, *, Scalar beta=1, Scalar alpha=1)`:
@@ -2047,6 +2348,17 @@ fn csr_spmm(op: &str, s: &Tensor, c: &Csr, d: &Tensor) -> Result<Tensor> {
         ));
     }
     check_matrix_product(op, s, d)?;
+    if let Some(run) = device_spmm(d) {
+        // The members were checked at construction (validate_csr): offsets within nnz,
+        // columns within the matrix; the loop reads them on the device as they are.
+        let long =
+            |t: &Tensor| ops::contiguous(&ops::to(t, ScalarType::I64, false, false, None)?, MemoryFormat::Contiguous);
+        let (crow, col) = (long(&c.crow)?, long(&c.col)?);
+        let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
+        let out = ops::empty(&[s.sizes()[0], d.sizes()[1]], Some(d.dtype()), None, Some(d.device()), None, None)?;
+        run(&out, &ops::contiguous(d, MemoryFormat::Contiguous)?, &vals, &crow, &col, None)?;
+        return Ok(out);
+    }
     if !(d.device().is_cpu() && matches!(d.dtype(), ScalarType::F32 | ScalarType::F64)) {
         let coo_form = csr_to_coo(op, s)?;
         let cc = coo(op, &coo_form)?;

@@ -105,6 +105,22 @@ pub type EmbeddingBackwardLoop = fn(
     scale_by_freq: bool,
 ) -> Result<()>;
 
+/// A sparse @ dense product's loop on one device type (Note [Row-wise sparse products] in
+/// `kernels-cuda`): writes every element of the contiguous `[rows, n]` `out` (not read) with
+/// `sum values[k] * dense[col[k], j]` over row `r`'s elements `k`, which are
+/// `order[crow[r]..crow[r + 1]]` (the positions themselves when `order` is `None`), in that
+/// order. `dense` is contiguous `[k, n]` and `values` contiguous `[nnz]`, both of `out`'s dtype;
+/// `crow` (`rows + 1` offsets), `col` and `order` are contiguous int64 tensors on the device,
+/// every column below `k`.
+pub type SpmmLoop = fn(
+    out: &Tensor,
+    dense: &Tensor,
+    values: &Tensor,
+    crow: &Tensor,
+    col: &Tensor,
+    order: Option<&Tensor>,
+) -> Result<()>;
+
 static ELEMENTWISE: Loops<DeviceLoop> = Loops::new();
 static REDUCTIONS: Loops<ReduceLoop> = Loops::new();
 static GEMMS: Loops<GemmLoop> = Loops::new();
@@ -112,6 +128,7 @@ static RANDOM: Loops<RandomLoop> = Loops::new();
 static REMAPS: Loops<RemapLoop> = Loops::new();
 static SORTS: Loops<SortLoop> = Loops::new();
 static EMBEDDING_BACKWARDS: Loops<EmbeddingBackwardLoop> = Loops::new();
+static SPMMS: Loops<SpmmLoop> = Loops::new();
 
 /// Registers `f` as the loop of `kernel` on devices of type `ty` (a later registration of the
 /// same pair replaces the earlier one).
@@ -213,6 +230,20 @@ pub fn run_sort(op: &str, values: &Tensor, indices: &Tensor, input: &Tensor, des
         return Ok(()); // Note [Meta loops]
     }
     SORTS.get(op, "sort", input.device().ty, input.dtype())?(values, indices, input, descending)
+}
+
+/// Registers the sparse @ dense loop of devices of type `ty` (see [`SpmmLoop`]).
+pub fn register_spmm(ty: DeviceType, f: SpmmLoop) {
+    SPMMS.insert("spmm", ty, f);
+}
+
+/// The sparse @ dense loop for `out`'s device and dtype, when a backend registered one (see
+/// [`SpmmLoop`]); the caller falls back to dense operators otherwise.
+pub fn spmm_loop(device: c10::Device, dtype: c10::ScalarType) -> Option<SpmmLoop> {
+    if device.is_meta() {
+        return None;
+    }
+    SPMMS.get("mm", "spmm", device.ty, dtype).ok()
 }
 
 /// Registers the embedding gradient loop of devices of type `ty` (see

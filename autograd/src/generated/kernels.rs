@@ -9300,7 +9300,66 @@ pub(crate) fn _sparse_sum_dim(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `_sparse_addmm` (autograd/derivatives.yaml:942).
+/// Autograd kernel of `_sparse_softmax` (autograd/derivatives.yaml:942).
+pub(crate) fn _sparse_softmax(ks: DispatchKeySet, self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SparseSoftmaxBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            dim: dim,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_sparse_softmax::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, half_to_float)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_sparse_log_softmax` (autograd/derivatives.yaml:945).
+pub(crate) fn _sparse_log_softmax(ks: DispatchKeySet, self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SparseLogSoftmaxBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            dim: dim,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_sparse_log_softmax::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            dim,
+            half_to_float,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_sparse_addmm` (autograd/derivatives.yaml:948).
 pub(crate) fn _sparse_addmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -9342,7 +9401,7 @@ pub(crate) fn _sparse_addmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `crow_indices` (autograd/derivatives.yaml:947).
+/// Autograd kernel of `crow_indices` (autograd/derivatives.yaml:953).
 pub(crate) fn crow_indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9363,7 +9422,7 @@ pub(crate) fn crow_indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `col_indices` (autograd/derivatives.yaml:950).
+/// Autograd kernel of `col_indices` (autograd/derivatives.yaml:956).
 pub(crate) fn col_indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -10475,6 +10534,18 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::_sparse_sum_dim::NAME,
         DispatchKey::Autograd,
         handles::_sparse_sum_dim::kernel(_sparse_sum_dim),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_softmax::NAME,
+        DispatchKey::Autograd,
+        handles::_sparse_softmax::kernel(_sparse_softmax),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_log_softmax::NAME,
+        DispatchKey::Autograd,
+        handles::_sparse_log_softmax::kernel(_sparse_log_softmax),
     )
     .expect("generated registration");
     d.register_kernel(

@@ -9997,7 +9997,91 @@ impl Node for SparseSumBackward0 {
     }
 }
 
-/// Backward of `_sparse_addmm` (autograd/derivatives.yaml:942).
+/// Backward of `_sparse_softmax` (autograd/derivatives.yaml:942).
+pub struct SparseSoftmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: i64,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SparseSoftmaxBackward0 {
+    fn name(&self) -> String {
+        "SparseSoftmaxBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SparseSoftmaxBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let dim = self.dim;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::_sparse_softmax_backward_data(grad, result, dim, self_)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `_sparse_log_softmax` (autograd/derivatives.yaml:945).
+pub struct SparseLogSoftmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: i64,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SparseLogSoftmaxBackward0 {
+    fn name(&self) -> String {
+        "SparseLogSoftmaxBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SparseLogSoftmaxBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let dim = self.dim;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::_sparse_log_softmax_backward_data(grad, result, dim, self_)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `_sparse_addmm` (autograd/derivatives.yaml:948).
 pub struct SparseAddmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mat1: SavedVariable,
@@ -10055,7 +10139,7 @@ impl Node for SparseAddmmBackward0 {
     }
 }
 
-/// Backward of `crow_indices` (autograd/derivatives.yaml:947).
+/// Backward of `crow_indices` (autograd/derivatives.yaml:953).
 pub struct CrowIndicesBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -10080,7 +10164,7 @@ impl Node for CrowIndicesBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `col_indices` (autograd/derivatives.yaml:950).
+/// Backward of `col_indices` (autograd/derivatives.yaml:956).
 pub struct ColIndicesBackward0 {
     pub(crate) core: NodeCore,
 }

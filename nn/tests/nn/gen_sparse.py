@@ -85,6 +85,21 @@ show("empty mm M", torch.mm(E, M))
 show_coo("empty + A2", E + A2)
 show_coo("sparse_mask", D.sparse_mask(A.coalesce()))
 
+# Softmax over the stored elements (A uncoalesced, along each dim; hybrid B along its sparse
+# and its dense dim), hspmm, and sspaddmm onto an uncoalesced self.
+for d in [0, 1, -1]:
+    show_coo(f"softmax A {d}", torch.sparse.softmax(A, d))
+    show_coo(f"log_softmax A {d}", torch.sparse.log_softmax(A, d))
+show_coo("softmax B 0", torch.sparse.softmax(B, 0))
+show_coo("softmax B 1", torch.sparse.softmax(B, 1))
+show_coo("log_softmax B 0", torch.sparse.log_softmax(B, 0))
+show_coo("softmax A f32", torch.sparse.softmax(A, 1, dtype=torch.float32))
+show_coo("softmax empty", torch.sparse.softmax(E.double(), 1))
+show_coo("hspmm", torch.hspmm(A, M))
+S33 = torch.sparse_coo_tensor(torch.tensor([[0, 2, 2], [1, 0, 0]]), wave([3], 0.3, 0.9), (3, 3))
+show_coo("sspaddmm", torch.sspaddmm(S33, A, M, beta=0.5, alpha=2.0))
+show_coo("sspaddmm empty", torch.sspaddmm(S33, E.double(), M))
+
 # Gradients.
 v = VA.clone().requires_grad_()
 dm = M.clone().requires_grad_()
@@ -106,6 +121,19 @@ show("grad sparse.sum values", v.grad)
 v = VA.clone().requires_grad_()
 (torch.sparse_coo_tensor(IA, v, (3, 4)).coalesce().values() * wave([4], 0.7, 0.7)).sum().backward()
 show("grad coalesce values", v.grad)
+
+# PyTorch 2.15's backward of torch.sparse.softmax with dim=-1 is wrong (its dim=1 gradient,
+# which a masked dense softmax confirms, differs); sparse.rs checks that -1 gives dim 1's.
+for d, f in [(0, torch.sparse.softmax), (1, torch.sparse.log_softmax), (1, torch.sparse.softmax)]:
+    v = VA.clone().requires_grad_()
+    (f(torch.sparse_coo_tensor(IA, v, (3, 4)), d).to_dense() * D).sum().backward()
+    show(f"grad {f.__name__} {d} values", v.grad)
+
+for d, f in [(0, torch.sparse.softmax), (1, torch.sparse.log_softmax), (1, torch.sparse.softmax)]:
+    vb = wave([3, 2], 0.4, 0.7).requires_grad_()
+    (f(torch.sparse_coo_tensor(IB, vb, (4, 2)), d).to_dense() * wave([4, 2], 0.3, 0.3)).sum().backward()
+    show(f"grad {f.__name__} B {d} values", vb.grad)
+
 
 S = torch.sparse_coo_tensor(IA, VA, (3, 4)).requires_grad_()
 (torch.sparse.mm(S, M) * wave([3, 3], 0.5, 0.5)).sum().backward()

@@ -571,3 +571,73 @@ fn sparse_tensors_load_from_pytorch_archives() -> Result<()> {
     assert_eq!((e.sizes(), ops::_nnz(&e)?), (&[3i64, 4][..], 0));
     Ok(())
 }
+
+#[test]
+fn softmax_hspmm_and_sspaddmm_match_pytorch() -> Result<()> {
+    // Note [Sparse softmax]: over the stored elements, along sparse and dense dims.
+    let (a, b) = (a(), b());
+    for d in [0i64, 1, -1] {
+        check_coo(&format!("softmax A {d}"), &ops::_sparse_softmax(&a, d, None)?);
+        check_coo(&format!("log_softmax A {d}"), &ops::_sparse_log_softmax(&a, d, None)?);
+    }
+    check_coo("softmax B 0", &ops::_sparse_softmax(&b, 0, None)?);
+    check_coo("softmax B 1", &ops::_sparse_softmax(&b, 1, None)?);
+    check_coo("log_softmax B 0", &ops::_sparse_log_softmax(&b, 0, None)?);
+    let f32_result = ops::_sparse_softmax(&a, 1, Some(ScalarType::F32))?;
+    assert_eq!(f32_result.dtype(), ScalarType::F32);
+    let (want, _) = expected("softmax A f32 values");
+    let got = ops::to(&ops::_values(&f32_result)?, ScalarType::F64, false, false, None)?.to_vec::<f64>()?;
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-6 * w.abs(), "softmax A f32: got {g}, expected {w}");
+    }
+    let empty = coo(&[], 2, Tensor::from_vec(Vec::<f64>::new(), &[0])?, &[3, 4]);
+    check_coo("softmax empty", &ops::_sparse_softmax(&empty, 1, None)?);
+
+    let m = wave(&[4, 3], 0.6, 0.4);
+    let h = ops::hspmm(&a, &m)?;
+    assert_eq!((ops::sparse_dim(&h)?, ops::dense_dim(&h)?), (1, 1));
+    check_coo("hspmm", &h);
+    let s33 = coo(&[0, 2, 2, 1, 0, 0], 2, wave(&[3], 0.3, 0.9), &[3, 3]);
+    check_coo("sspaddmm", &ops::sspaddmm(&s33, &a, &m, Scalar::Float(0.5), Scalar::Float(2.0))?);
+    check_coo("sspaddmm empty", &ops::sspaddmm(&s33, &empty, &m, Scalar::Int(1), Scalar::Int(1))?);
+
+    // Gradients through the values (the incoming gradient read at the result's pattern).
+    let ia = Tensor::from_vec(IA.to_vec(), &[2, 5])?;
+    let dm = wave(&[3, 4], 0.3, 0.1);
+    // Dim -1 is dim 1 (PyTorch 2.15's own gradient for -1 is wrong: see gen_sparse.py).
+    for (d, log, name) in [(0i64, false, "0"), (1, true, "1"), (1, false, "1"), (-1, false, "1")] {
+        let v = wave(&[5], 0.9, 0.2).requires_grad_(true)?;
+        let s = ops::sparse_coo_tensor(&ia, &v, &[3, 4], None, None, None, None, None)?;
+        let y = if log { ops::_sparse_log_softmax(&s, d, None)? } else { ops::_sparse_softmax(&s, d, None)? };
+        ops::to_dense(&y, None, None)?.mul(&dm)?.sum().call()?.backward()?;
+        let f = if log { "_sparse_log_softmax" } else { "_sparse_softmax" };
+        check(&format!("grad {f} {name} values"), &v.grad().unwrap());
+    }
+    let ib = Tensor::from_vec(vec![0i64, 2, 0], &[1, 3])?;
+    for (d, log) in [(0i64, false), (1, true), (1, false)] {
+        let v = wave(&[3, 2], 0.4, 0.7).requires_grad_(true)?;
+        let s = ops::sparse_coo_tensor(&ib, &v, &[4, 2], None, None, None, None, None)?;
+        let y = if log { ops::_sparse_log_softmax(&s, d, None)? } else { ops::_sparse_softmax(&s, d, None)? };
+        ops::to_dense(&y, None, None)?.mul(&wave(&[4, 2], 0.3, 0.3))?.sum().call()?.backward()?;
+        let name = if log { "_sparse_log_softmax" } else { "_sparse_softmax" };
+        check(&format!("grad {name} B {d} values"), &v.grad().unwrap());
+    }
+
+    // PyTorch has no derivative for hspmm or sspaddmm: the backward is an error, not zeros.
+    let v = wave(&[5], 0.9, 0.2).requires_grad_(true)?;
+    let s = ops::sparse_coo_tensor(&ia, &v, &[3, 4], None, None, None, None, None)?;
+    let out = ops::to_dense(&ops::hspmm(&s, &m)?, None, None)?.sum().call()?;
+    let e = out.backward().unwrap_err().to_string();
+    assert!(e.contains("derivative for 'hspmm' is not implemented"), "{e}");
+
+    // Bad input in PyTorch's words: a dim out of range, an integer tensor, a strided input.
+    assert!(matches!(ops::_sparse_softmax(&a, 2, None), Err(c10::Error::DimOutOfRange { .. })));
+    let ints = coo(&IA, 2, Tensor::from_vec(vec![1i64, 2, 3, 4, 5], &[5])?, &[3, 4]);
+    assert!(ops::_sparse_softmax(&ints, 0, None).is_err());
+    assert!(ops::_sparse_softmax_op(&a, 0, true).unwrap_err().to_string().contains("half to float"));
+    let e = ops::_sparse_softmax(&dm, 0, None).unwrap_err().to_string();
+    assert!(e.contains("_sparse_softmax") && e.contains("CPU"), "{e}");
+    let e = ops::sspaddmm(&s33, &a, &wave(&[4, 2], 0.6, 0.4), Scalar::Int(1), Scalar::Int(1)).unwrap_err().to_string();
+    assert!(e.contains("sspaddmm"), "{e}");
+    Ok(())
+}
