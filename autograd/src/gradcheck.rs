@@ -4,6 +4,12 @@
 //! The analytical Jacobian is built row by row with `grad` (one backward per output element);
 //! the numerical one column by column with central differences (two forward calls per input
 //! element). They agree when `|analytical - numerical| <= atol + rtol * |numerical|` everywhere.
+//!
+//! Note [Gradcheck with sparse tensors]: a sparse COO input is coalesced, and its Jacobian
+//! columns are its stored values (PyTorch's gradcheck perturbs a sparse input's values too):
+//! the numerical column perturbs one stored element and rebuilds the tensor on the same
+//! indices, the analytical one reads the gradient (sparse or dense) at the stored positions. A
+//! sparse output is compared in its dense form (`to_dense`, through autograd).
 
 use aten::Tensor;
 use c10::{Error, Result, ScalarType};
@@ -27,10 +33,58 @@ impl Default for GradcheckOptions {
     }
 }
 
+/// The outputs of `f`, sparse ones made dense (Note [Gradcheck with sparse tensors]).
+fn dense_outputs(f: &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    f(inputs)?.into_iter().map(|o| if o.is_sparse() { aten::ops::to_dense(&o, None, None) } else { Ok(o) }).collect()
+}
+
 /// The outputs of `f`, flattened to f64 values. Grad mode stays on: `f` may itself
 /// differentiate (as the function `gradgradcheck` checks does).
 fn flat_outputs(f: &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>, inputs: &[Tensor]) -> Result<Vec<Vec<f64>>> {
-    f(inputs)?.iter().map(|o| o.to_vec::<f64>()).collect()
+    dense_outputs(f, inputs)?.iter().map(|o| o.to_vec::<f64>()).collect()
+}
+
+/// The values a Jacobian column stands for: a strided tensor's elements, a sparse one's stored
+/// values (of a coalesced tensor).
+fn column_values(t: &Tensor) -> Result<Vec<f64>> {
+    if t.is_sparse() {
+        aten::ops::_values(t)?.to_vec::<f64>()
+    } else {
+        t.to_vec::<f64>()
+    }
+}
+
+/// `like` with `values` in place of its own, a leaf that requires grad.
+fn with_values(like: &Tensor, values: Vec<f64>) -> Result<Tensor> {
+    if like.is_sparse() {
+        let vals = aten::ops::_values(like)?;
+        let v = Tensor::from_vec(values, vals.sizes())?;
+        let t = aten::ops::sparse_coo_tensor(
+            &aten::ops::_indices(like)?,
+            &v,
+            like.sizes(),
+            None,
+            None,
+            None,
+            None,
+            Some(true),
+        )?;
+        return t.requires_grad_(true);
+    }
+    Tensor::from_vec(values, like.sizes())?.requires_grad_(true)
+}
+
+/// The analytical gradient `g` for input `t` as a Jacobian row: at `t`'s stored positions when
+/// `t` is sparse (`g` sparse or dense), every element otherwise.
+fn gradient_values(g: &Tensor, t: &Tensor) -> Result<Vec<f64>> {
+    if t.is_sparse() {
+        let dense = if g.is_sparse() { aten::ops::to_dense(g, None, None)? } else { g.clone() };
+        return aten::ops::_values(&aten::ops::sparse_mask(&dense, t)?)?.to_vec::<f64>();
+    }
+    if g.is_sparse() {
+        return aten::ops::to_dense(g, None, None)?.to_vec::<f64>();
+    }
+    g.to_vec::<f64>()
 }
 
 /// Checks the gradients of `f` at `inputs` (every input that requires grad must be f64) against
@@ -49,7 +103,23 @@ pub fn gradcheck(
             ));
         }
     }
-    let outputs = f(inputs)?;
+    // Sparse inputs coalesced, so that each stored value is one position.
+    let inputs: Vec<Tensor> = inputs
+        .iter()
+        .map(|t| {
+            if !t.is_sparse() {
+                return Ok(t.clone());
+            }
+            let c = aten::ops::coalesce(&t.detach())?;
+            if t.requires_grad() {
+                with_values(&c, column_values(&c)?)
+            } else {
+                Ok(c)
+            }
+        })
+        .collect::<Result<_>>()?;
+    let inputs = inputs.as_slice();
+    let outputs = dense_outputs(f, inputs)?;
     let diff_inputs: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].requires_grad()).collect();
     if diff_inputs.is_empty() {
         return Err(Error::invalid("gradcheck", "gradcheck expects at least one input tensor to require gradient"));
@@ -57,15 +127,14 @@ pub fn gradcheck(
     // Numerical Jacobians: numerical[o][j][k][m] = d out_o[m] / d in_j[k].
     let mut numerical: Vec<Vec<Vec<Vec<f64>>>> = vec![Vec::new(); outputs.len()];
     for &j in &diff_inputs {
-        let base = inputs[j].to_vec::<f64>()?;
-        let shape = inputs[j].sizes().to_vec();
+        let base = column_values(&inputs[j])?;
         let mut cols: Vec<Vec<Vec<f64>>> = vec![Vec::with_capacity(base.len()); outputs.len()];
         for k in 0..base.len() {
             let eval = |delta: f64| -> Result<Vec<Vec<f64>>> {
                 let mut v = base.clone();
                 v[k] += delta;
                 let mut args = inputs.to_vec();
-                args[j] = Tensor::from_vec(v, &shape)?.requires_grad_(true)?;
+                args[j] = with_values(&inputs[j], v)?;
                 flat_outputs(f, &args)
             };
             let plus = eval(opts.eps)?;
@@ -99,10 +168,9 @@ pub fn gradcheck(
             let gs =
                 crate::engine::grad(std::slice::from_ref(out), &diff_tensors, &[Some(go)], Some(true), false, true)?;
             for (jj, g) in gs.iter().enumerate() {
-                let k_len = diff_tensors[jj].numel() as usize;
                 let a: Vec<f64> = match g {
-                    Some(g) => g.to_vec::<f64>()?,
-                    None => vec![0.0; k_len],
+                    Some(g) => gradient_values(g, &diff_tensors[jj])?,
+                    None => vec![0.0; numerical[o][jj].len()],
                 };
                 for (k, &av) in a.iter().enumerate() {
                     let nv = numerical[o][jj][k][m];

@@ -1691,10 +1691,7 @@ fn spmm(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<Tensor> {
         let by_row: Option<Vec<usize>> =
             (!c.coalesced).then(|| group_by_row(&idx[..nnz], &start).into_iter().map(|k| k as usize).collect());
         let order = by_row.as_deref();
-        match d.dtype() {
-            ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, &idx[nnz..], &start, order, n as usize)?,
-            _ => spmm_rows::<f64>(&out, &dd, &vals, &idx[nnz..], &start, order, n as usize)?,
-        }
+        spmm_rows(&out, &dd, &vals, &idx[nnz..], &start, order, n as usize)?;
         return Ok(out);
     }
     if let Some(run) = device_spmm(d) {
@@ -1737,10 +1734,12 @@ fn device_spmm(d: &Tensor) -> Option<crate::native::stub::SpmmLoop> {
     (!d.device().is_cpu() && float).then(|| crate::native::stub::spmm_loop(d.device(), d.dtype())).flatten()
 }
 
-/// The row loop of a sparse @ dense product: row `r` of `out` sums `vals[k] * dense[cols[k]]`
-/// over its elements `k`, which are `order[start[r]..start[r + 1]]` (`order` the identity when
-/// `None`: the elements already grouped by row).
-fn spmm_rows<T>(
+/// The row loop of a sparse @ dense product: row `r` of `out` (a fresh contiguous `[rows, n]`
+/// f32 or f64 tensor of zeros) sums `vals[k] * dense[cols[k]]` over its elements `k`, which are
+/// `order[start[r]..start[r + 1]]` (the positions themselves when `order` is `None`: the
+/// elements already grouped by row), in that order (`vec::spmm_row_*`, vectorised for the CPU at
+/// hand). `dense` is contiguous `[k, n]` and every column index was checked against `k`.
+fn spmm_rows(
     out: &Tensor,
     dense: &Tensor,
     vals: &Tensor,
@@ -1748,36 +1747,48 @@ fn spmm_rows<T>(
     start: &[i64],
     order: Option<&[usize]>,
     n: usize,
-) -> Result<()>
-where
-    T: c10::Element + Copy + Send + Sync + std::ops::Mul<Output = T> + std::ops::AddAssign,
-{
+) -> Result<()> {
+    use crate::native::cpu::vec;
+    match out.dtype() {
+        ScalarType::F32 => spmm_rows_typed::<f32>(out, dense, vals, cols, start, order, n, vec::spmm_row_f32),
+        _ => spmm_rows_typed::<f64>(out, dense, vals, cols, start, order, n, vec::spmm_row_f64),
+    }
+}
+
+type SpmmRow<T> = fn(&mut [T], &[T], &[T], &[i64], std::ops::Range<usize>, &[usize]);
+
+#[allow(clippy::too_many_arguments)]
+fn spmm_rows_typed<T: c10::Element + Copy + Send + Sync>(
+    out: &Tensor,
+    dense: &Tensor,
+    vals: &Tensor,
+    cols: &[i64],
+    start: &[i64],
+    order: Option<&[usize]>,
+    n: usize,
+    row: SpmmRow<T>,
+) -> Result<()> {
     use rayon::prelude::*;
-    let o = out.typed_data_ptr::<T>()? as usize;
-    let dp = dense.typed_data_ptr::<T>()? as usize;
-    let vp = vals.typed_data_ptr::<T>()? as usize;
-    let rows = start.len() - 1;
-    let work = cols.len() * n;
-    let body = |r: usize| {
-        // SAFETY: `out` is a fresh contiguous [rows, n] tensor and each row is written by one
-        // iteration only; `dense` is contiguous [k, n] and every column index was checked
-        // against k by `linear_index`; `vals` is contiguous with one value per stored element.
-        let orow = unsafe { std::slice::from_raw_parts_mut((o as *mut T).add(r * n), n) };
-        let range = start[r] as usize..start[r + 1] as usize;
-        for k in range.map(|p| order.map_or(p, |o| o[p])) {
-            // SAFETY: as above: `k` is a stored element of `vals`, `cols[k]` a checked row of `dense`.
-            let v = unsafe { *(vp as *const T).add(k) };
-            // SAFETY: as above.
-            let drow = unsafe { std::slice::from_raw_parts((dp as *const T).add(cols[k] as usize * n), n) };
-            for (a, &b) in orow.iter_mut().zip(drow) {
-                *a += v * b;
-            }
-        }
+    if n == 0 || start.len() < 2 {
+        return Ok(());
+    }
+    let (o, d, v) = (out.typed_data_ptr::<T>()?, dense.typed_data_ptr::<T>()?, vals.typed_data_ptr::<T>()?);
+    // SAFETY: the three are contiguous tensors of `T` (checked by `typed_data_ptr`'s dtype
+    // check), each addressing `numel` adjacent elements alive while borrowed; `out` is a fresh
+    // tensor no other slice aliases.
+    let (o, d, v) = unsafe {
+        (
+            std::slice::from_raw_parts_mut(o, out.numel() as usize),
+            std::slice::from_raw_parts(d, dense.numel() as usize),
+            std::slice::from_raw_parts(v, vals.numel() as usize),
+        )
     };
-    if work >= 1 << 15 && crate::parallel::get_num_threads() > 1 {
-        (0..rows).into_par_iter().for_each(body);
+    let order = order.unwrap_or(&[]);
+    let body = |(r, orow): (usize, &mut [T])| row(orow, d, v, cols, start[r] as usize..start[r + 1] as usize, order);
+    if cols.len() * n >= 1 << 15 && crate::parallel::get_num_threads() > 1 {
+        o.par_chunks_mut(n).enumerate().for_each(body);
     } else {
-        (0..rows).for_each(body);
+        o.chunks_mut(n).enumerate().for_each(body);
     }
     Ok(())
 }
@@ -2372,10 +2383,7 @@ fn csr_spmm(op: &str, s: &Tensor, c: &Csr, d: &Tensor) -> Result<Tensor> {
     let out = zeros(&[m, n], d.dtype(), d.device())?;
     // The members were checked at construction (validate_csr): offsets within nnz, columns
     // within the matrix.
-    match d.dtype() {
-        ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, &cols, &start, None, n as usize)?,
-        _ => spmm_rows::<f64>(&out, &dd, &vals, &cols, &start, None, n as usize)?,
-    }
+    spmm_rows(&out, &dd, &vals, &cols, &start, None, n as usize)?;
     Ok(out)
 }
 

@@ -294,6 +294,73 @@ isa_dispatch! {
     pub fn add_row_f64(acc: &mut [f64], row: &[f64]) -> () = add_rows_f64_body;
 }
 
+// ---- sparse @ dense rows ----------------------------------------------------------------------
+
+/// How many stored elements ahead the row loop of a sparse product prefetches its dense rows
+/// (their order is random: the hardware prefetcher cannot guess the next one).
+const SPMM_AHEAD: usize = 4;
+
+/// Requests the cache lines of `row` (a hint: it never faults).
+#[inline(always)]
+fn prefetch_row<T>(row: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bytes = std::mem::size_of_val(row);
+        let p = row.as_ptr() as *const i8;
+        let mut off = 0;
+        while off < bytes {
+            // SAFETY: a prefetch is a hint that never faults, and `p + off` stays inside `row`.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.add(off)) };
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = row;
+}
+
+macro_rules! spmm_row_body {
+    ($name:ident, $t:ty) => {
+        /// One output row of a sparse @ dense product: `out += vals[k] * dense[cols[k]]` (rows of
+        /// `out.len()` elements) for the elements `k` at positions `range` of `order` (of the
+        /// positions themselves when `order` is empty), in order, each product rounded before
+        /// it is added (no fused multiply-add: the same sums on every CPU).
+        #[inline(always)]
+        fn $name(
+            out: &mut [$t],
+            dense: &[$t],
+            vals: &[$t],
+            cols: &[i64],
+            range: std::ops::Range<usize>,
+            order: &[usize],
+        ) {
+            let n = out.len();
+            let row = |k: usize| &dense[cols[k] as usize * n..][..n];
+            let elem = |p: usize| if order.is_empty() { p } else { order[p] };
+            let end = range.end;
+            for p in range {
+                if p + SPMM_AHEAD < end {
+                    prefetch_row(row(elem(p + SPMM_AHEAD)));
+                }
+                let k = elem(p);
+                let v = vals[k];
+                for (a, &b) in out.iter_mut().zip(row(k)) {
+                    *a += v * b;
+                }
+            }
+        }
+    };
+}
+spmm_row_body!(spmm_row_f32_body, f32);
+spmm_row_body!(spmm_row_f64_body, f64);
+isa_dispatch! {
+    /// One output row of a sparse @ dense product in f32 (see `spmm_row_body!`).
+    pub fn spmm_row_f32(out: &mut [f32], dense: &[f32], vals: &[f32], cols: &[i64], range: std::ops::Range<usize>, order: &[usize]) -> () = spmm_row_f32_body;
+}
+isa_dispatch! {
+    /// One output row of a sparse @ dense product in f64.
+    pub fn spmm_row_f64(out: &mut [f64], dense: &[f64], vals: &[f64], cols: &[i64], range: std::ops::Range<usize>, order: &[usize]) -> () = spmm_row_f64_body;
+}
+
 // ---- exp and softmax -------------------------------------------------------------------------
 
 /// `log2(e)`, and ln 2 split in two (Cody-Waite): the exponential's range reduction (shared with
