@@ -652,15 +652,31 @@ fn gradcheck_takes_sparse_inputs_and_outputs() -> Result<()> {
     autograd::gradcheck(&|x: &[Tensor]| Ok(vec![ops::_sparse_mm(&x[0], &x[1])?]), &[s.clone(), m.clone()], o)?;
     autograd::gradcheck(&|x: &[Tensor]| Ok(vec![ops::mm(&x[0], &x[1])?]), &[s.clone(), m.clone()], o)?;
     autograd::gradcheck(&|x: &[Tensor]| Ok(vec![ops::_sparse_sum_dim(&x[0], &[1])?]), std::slice::from_ref(&s), o)?;
-    autograd::gradcheck(&|x: &[Tensor]| Ok(vec![ops::mul_scalar(&x[0], Scalar::Float(1.5))?]), &[s.clone()], o)?;
+    autograd::gradcheck(
+        &|x: &[Tensor]| Ok(vec![ops::mul_scalar(&x[0], Scalar::Float(1.5))?]),
+        std::slice::from_ref(&s),
+        o,
+    )?;
     for d in [0i64, 1] {
-        autograd::gradcheck(&|x: &[Tensor]| Ok(vec![ops::_sparse_softmax(&x[0], d, None)?]), &[s.clone()], o)?;
-        autograd::gradcheck(&|x: &[Tensor]| Ok(vec![ops::_sparse_log_softmax(&x[0], d, None)?]), &[s.clone()], o)?;
+        autograd::gradcheck(
+            &|x: &[Tensor]| Ok(vec![ops::_sparse_softmax(&x[0], d, None)?]),
+            std::slice::from_ref(&s),
+            o,
+        )?;
+        autograd::gradcheck(
+            &|x: &[Tensor]| Ok(vec![ops::_sparse_log_softmax(&x[0], d, None)?]),
+            std::slice::from_ref(&s),
+            o,
+        )?;
     }
     // The hybrid B along its sparse and its dense dimension.
     let hb = b().requires_grad_(true)?;
     for d in [0i64, 1] {
-        autograd::gradcheck(&|x: &[Tensor]| Ok(vec![ops::_sparse_softmax(&x[0], d, None)?]), &[hb.clone()], o)?;
+        autograd::gradcheck(
+            &|x: &[Tensor]| Ok(vec![ops::_sparse_softmax(&x[0], d, None)?]),
+            std::slice::from_ref(&hb),
+            o,
+        )?;
     }
     // A gradient that misses a path is found: the detached term's derivative is not in it.
     let wrong = |x: &[Tensor]| -> Result<Vec<Tensor>> {
