@@ -1142,6 +1142,45 @@ fn embedding_backward_sums_groups_in_order() {
     check::<bf16>();
 }
 
+/// Note [Row-wise sparse products]: rows of stored elements (row 1 empty), in stored order and
+/// through an `order` list, against the products summed in f64; every output element is
+/// written (the buffer starts as garbage).
+fn spmm_sums_each_rows_elements() {
+    fn check<T: Suffix>() {
+        let (rows, n) = (3usize, 2usize);
+        let dense: Vec<T> = (0..8).map(|i| T::from_f64(i as f64 * 0.75 - 2.5)).collect();
+        let values: Vec<T> = [1.5, -2.0, 0.5, 3.0].iter().map(|&v| T::from_f64(v)).collect();
+        let (col, crow) = (vec![3i64, 0, 3, 1], vec![0i64, 2, 2, 4]);
+        let (d, v, c, cr) = (Buf::from(&dense), Buf::from(&values), Buf::from(&col), Buf::from(&crow));
+        for order in [None, Some(vec![3i64, 2, 1, 0])] {
+            let ord = order.as_ref().map(|o| Buf::from(o));
+            let out = Buf::from(&vec![T::from_f64(7.0); rows * n]);
+            let name = format!("spmm_{}", T::SFX);
+            let mut args = KernelArgs::new();
+            args.push(rows as i64).push(n as i64).push(out.ptr).push(d.ptr).push(v.ptr).push(cr.ptr).push(c.ptr);
+            args.push(ord.as_ref().map_or(0u64, |o| o.ptr));
+            launch(&name, &geometry::elementwise_launch((rows * n) as i64, StreamId::DEFAULT), &mut args).unwrap();
+            let got: Vec<f64> = out.read().iter().map(|x| x.to_f64()).collect();
+            for r in 0..rows {
+                for j in 0..n {
+                    let mut want = 0.0;
+                    for p in crow[r] as usize..crow[r + 1] as usize {
+                        let k = order.as_ref().map_or(p, |o| o[p] as usize);
+                        want += values[k].to_f64() * dense[col[k] as usize * n + j].to_f64();
+                    }
+                    let tol = if T::DTYPE.size() == 2 { 2e-2 } else { 1e-6 };
+                    let g = got[r * n + j];
+                    assert!((g - want).abs() <= tol * want.abs().max(1.0), "{name} [{r}, {j}]: got {g}, want {want}");
+                }
+            }
+        }
+    }
+    check::<f32>();
+    check::<f64>();
+    check::<f16>();
+    check::<bf16>();
+}
+
 mod suite {
     #[test]
     fn casts_between_every_pair_of_dtypes_match_the_cpu() {
@@ -1204,6 +1243,10 @@ mod suite {
         super::embedding_backward_sums_groups_in_order();
     }
     #[test]
+    fn spmm_sums_each_rows_elements() {
+        super::spmm_sums_each_rows_elements();
+    }
+    #[test]
     fn reduction_sums_and_products_match_f64_folds() {
         super::reduction_sums_and_products_match_f64_folds();
     }
@@ -1251,6 +1294,7 @@ fn every_shipped_kernel_is_tested() {
     remap_gathers_through_per_dim_maps();
     sort_ranks_lines_stably();
     embedding_backward_sums_groups_in_order();
+    spmm_sums_each_rows_elements();
     let launched = LAUNCHED.with(|l| l.borrow().clone());
     let untested: Vec<&str> =
         kernels_cuda::emu::kernel_names().into_iter().filter(|k| !launched.contains(*k)).collect();
