@@ -510,21 +510,14 @@ pub fn _to_dense(self_: &Tensor, dtype: Option<ScalarType>, _masked_grad: Option
         let lin = long_tensor(lin, &[nnz as i64], self_.device())?;
         ops::index_add_(&out, 0, &lin, &c.values, Scalar::Int(1))?;
     }
-    let out = ops::reshape(&out, sizes)?;
-    match dtype {
-        Some(dt) if dt != out.dtype() => ops::to(&out, dt, false, false, None),
-        _ => Ok(out),
-    }
+    converted(&ops::reshape(&out, sizes)?, dtype)
 }
 
 /// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor`: a
 /// strided tensor comes back as it is (converted to `dtype` if given).
 pub fn to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     if self_.layout() == Layout::Strided {
-        return match dtype {
-            Some(dt) if dt != self_.dtype() => ops::to(self_, dt, false, false, None),
-            _ => Ok(self_.clone()),
-        };
+        return converted(self_, dtype);
     }
     ops::_to_dense(self_, dtype, masked_grad)
 }
@@ -1256,6 +1249,19 @@ fn sparse_dim_groups(op: &str, c: &Coo, sizes: &[i64], d: usize) -> Result<(Vec<
     Ok((keyed.into_iter().map(|(_, e)| e).collect(), starts))
 }
 
+/// Calls `f` with the flat positions (into `[nnz, inner]` values) of each softmax line: a
+/// group's elements (`order[starts[g]..starts[g + 1]]`) at one dense position.
+fn for_each_line(order: &[usize], starts: &[usize], inner: usize, mut f: impl FnMut(&[usize])) {
+    let mut line = Vec::new();
+    for g in starts.windows(2) {
+        for j in 0..inner {
+            line.clear();
+            line.extend(order[g[0]..g[1]].iter().map(|&e| e * inner + j));
+            f(&line);
+        }
+    }
+}
+
 /// The float dtypes of PyTorch's sparse softmax, and its refusal of `half_to_float`.
 fn check_softmax(op: &str, t: &Tensor, half_to_float: bool) -> Result<()> {
     if half_to_float {
@@ -1300,17 +1306,14 @@ fn sparse_softmax_impl(op: &str, self_: &Tensor, dim: i64, half_to_float: bool, 
         let (order, starts) = sparse_dim_groups(op, &c, self_.sizes(), d)?;
         let (v, inner) = host_rows(&c.values)?;
         let mut out = vec![0f64; v.len()];
-        for g in starts.windows(2) {
-            let group = &order[g[0]..g[1]];
-            for j in 0..inner {
-                let m = group.iter().map(|&e| v[e * inner + j]).fold(f64::NEG_INFINITY, f64::max);
-                let total: f64 = group.iter().map(|&e| (v[e * inner + j] - m).exp()).sum();
-                for &e in group {
-                    let x = v[e * inner + j] - m;
-                    out[e * inner + j] = if log { x - total.ln() } else { x.exp() / total };
-                }
+        for_each_line(&order, &starts, inner, |line| {
+            let m = line.iter().map(|&i| v[i]).fold(f64::NEG_INFINITY, f64::max);
+            let total: f64 = line.iter().map(|&i| (v[i] - m).exp()).sum();
+            for &i in line {
+                let x = v[i] - m;
+                out[i] = if log { x - total.ln() } else { x.exp() / total };
             }
-        }
+        });
         rows_like(out, &c.values)?
     };
     new_coo(self_.sizes(), &c.indices, &values, true)
@@ -1346,23 +1349,19 @@ fn sparse_softmax_backward_impl(op: &str, grad: &Tensor, output: &Tensor, dim: i
         let (y, inner) = host_rows(&c.values)?;
         let (gv, _) = host_rows(&g)?;
         let mut out = vec![0f64; y.len()];
-        for run in starts.windows(2) {
-            let group = &order[run[0]..run[1]];
-            for j in 0..inner {
-                let at = |e: usize| e * inner + j;
-                if log {
-                    let total: f64 = group.iter().map(|&e| gv[at(e)]).sum();
-                    for &e in group {
-                        out[at(e)] = gv[at(e)] - y[at(e)].exp() * total;
-                    }
-                } else {
-                    let total: f64 = group.iter().map(|&e| gv[at(e)] * y[at(e)]).sum();
-                    for &e in group {
-                        out[at(e)] = y[at(e)] * (gv[at(e)] - total);
-                    }
+        for_each_line(&order, &starts, inner, |line| {
+            if log {
+                let total: f64 = line.iter().map(|&i| gv[i]).sum();
+                for &i in line {
+                    out[i] = gv[i] - y[i].exp() * total;
+                }
+            } else {
+                let total: f64 = line.iter().map(|&i| gv[i] * y[i]).sum();
+                for &i in line {
+                    out[i] = y[i] * (gv[i] - total);
                 }
             }
-        }
+        });
         rows_like(out, &c.values)?
     };
     new_coo(output.sizes(), &c.indices, &values, true)
@@ -1389,6 +1388,7 @@ pub fn _sparse_log_softmax_int(self_: &Tensor, dim: i64, dtype: Option<ScalarTyp
     ops::_sparse_log_softmax_op(&converted(self_, dtype)?, dim, false)
 }
 
+/// `t` converted to `dtype` when given and different (`t` itself otherwise).
 fn converted(t: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     match dtype {
         Some(dt) if dt != t.dtype() => ops::to(t, dt, false, false, None),
@@ -1682,31 +1682,20 @@ fn spmm(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<Tensor> {
     let idx = host_indices(&c.indices)?;
     linear_index(op, &idx, nnz, &s.sizes()[..2])?;
     let dev = d.device();
-    if dev.is_cpu() && matches!(d.dtype(), ScalarType::F32 | ScalarType::F64) {
-        let dd = ops::contiguous(d, MemoryFormat::Contiguous)?;
-        let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
-        let out = zeros(&[m, n], d.dtype(), dev)?;
-        // Elements grouped by row, in stored order (a coalesced tensor's already are).
+    let cpu = dev.is_cpu() && matches!(d.dtype(), ScalarType::F32 | ScalarType::F64);
+    let device = if cpu { None } else { device_spmm(d) };
+    if cpu || device.is_some() {
+        // The row loop: the rows' offsets and (uncoalesced) the elements grouped by row, in
+        // stored order, from the checked host indices (a coalesced tensor's are grouped).
         let start = row_offsets(&idx[..nnz], m as usize);
-        let by_row: Option<Vec<usize>> =
-            (!c.coalesced).then(|| group_by_row(&idx[..nnz], &start).into_iter().map(|k| k as usize).collect());
-        let order = by_row.as_deref();
-        spmm_rows(&out, &dd, &vals, &idx[nnz..], &start, order, n as usize)?;
-        return Ok(out);
-    }
-    if let Some(run) = device_spmm(d) {
-        // The device's row loop (Note [Row-wise sparse products] in kernels-cuda): the rows'
-        // offsets and (uncoalesced) the elements grouped by row, built here from the checked
-        // host indices.
-        let start = row_offsets(&idx[..nnz], m as usize);
-        let order = (!c.coalesced).then(|| group_by_row(&idx[..nnz], &start));
+        let order = if c.coalesced { Vec::new() } else { group_by_row(&idx[..nnz], &start) };
+        let Some(run) = device else {
+            return cpu_spmm(m, d, &c.values, &idx[nnz..], &start, &order);
+        };
         let crow = long_tensor(start, &[m + 1], dev)?;
-        let order = order.map(|o| long_tensor(o, &[nnz as i64], dev)).transpose()?;
+        let order = (!order.is_empty()).then(|| long_tensor(order, &[nnz as i64], dev)).transpose()?;
         let col = ops::contiguous(&ops::select(&c.indices, 0, 1)?, MemoryFormat::Contiguous)?;
-        let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
-        let out = ops::empty(&[m, n], Some(d.dtype()), None, Some(dev), None, None)?;
-        run(&out, &ops::contiguous(d, MemoryFormat::Contiguous)?, &vals, &crow, &col, order.as_ref())?;
-        return Ok(out);
+        return run_device_spmm(run, m, d, &c.values, &crow, &col, order.as_ref());
     }
     let cols = ops::select(&c.indices, 0, 1)?;
     let rows = ops::select(&c.indices, 0, 0)?;
@@ -1734,41 +1723,56 @@ fn device_spmm(d: &Tensor) -> Option<crate::native::stub::SpmmLoop> {
     (!d.device().is_cpu() && float).then(|| crate::native::stub::spmm_loop(d.device(), d.dtype())).flatten()
 }
 
-/// The row loop of a sparse @ dense product: row `r` of `out` (a fresh contiguous `[rows, n]`
-/// f32 or f64 tensor of zeros) sums `vals[k] * dense[cols[k]]` over its elements `k`, which are
-/// `order[start[r]..start[r + 1]]` (the positions themselves when `order` is `None`: the
-/// elements already grouped by row), in that order (`vec::spmm_row_*`, vectorised for the CPU at
-/// hand). `dense` is contiguous `[k, n]` and every column index was checked against `k`.
-fn spmm_rows(
-    out: &Tensor,
-    dense: &Tensor,
-    vals: &Tensor,
-    cols: &[i64],
-    start: &[i64],
-    order: Option<&[usize]>,
-    n: usize,
-) -> Result<()> {
+/// `sparse @ dense` on the CPU (f32 or f64) into a new `[m, n]` tensor: row `r` sums
+/// `values[k] * d[cols[k]]` over its elements `k`, which are `order[start[r]..start[r + 1]]`
+/// (the positions themselves when `order` is empty: the elements already grouped by row), in
+/// that order (`vec::spmm_row_*`, vectorised for the CPU at hand). Every column index was
+/// checked against `d`'s rows.
+fn cpu_spmm(m: i64, d: &Tensor, values: &Tensor, cols: &[i64], start: &[i64], order: &[i64]) -> Result<Tensor> {
     use crate::native::cpu::vec;
+    let out = zeros(&[m, d.sizes()[1]], d.dtype(), d.device())?;
+    let dd = ops::contiguous(d, MemoryFormat::Contiguous)?;
+    let vals = ops::contiguous(values, MemoryFormat::Contiguous)?;
     match out.dtype() {
-        ScalarType::F32 => spmm_rows_typed::<f32>(out, dense, vals, cols, start, order, n, vec::spmm_row_f32),
-        _ => spmm_rows_typed::<f64>(out, dense, vals, cols, start, order, n, vec::spmm_row_f64),
+        ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, cols, start, order, vec::spmm_row_f32)?,
+        _ => spmm_rows::<f64>(&out, &dd, &vals, cols, start, order, vec::spmm_row_f64)?,
     }
+    Ok(out)
 }
 
-type SpmmRow<T> = fn(&mut [T], &[T], &[T], &[i64], std::ops::Range<usize>, &[usize]);
+/// The device's loop (Note [Row-wise sparse products] in kernels-cuda) into a new `[m, n]`
+/// tensor on `d`'s device, with the row offsets `crow` and (when given) `order` as int64 device
+/// tensors (see [`crate::native::stub::SpmmLoop`]).
+fn run_device_spmm(
+    run: crate::native::stub::SpmmLoop,
+    m: i64,
+    d: &Tensor,
+    values: &Tensor,
+    crow: &Tensor,
+    col: &Tensor,
+    order: Option<&Tensor>,
+) -> Result<Tensor> {
+    let out = ops::empty(&[m, d.sizes()[1]], Some(d.dtype()), None, Some(d.device()), None, None)?;
+    let vals = ops::contiguous(values, MemoryFormat::Contiguous)?;
+    run(&out, &ops::contiguous(d, MemoryFormat::Contiguous)?, &vals, crow, col, order)?;
+    Ok(out)
+}
 
-#[allow(clippy::too_many_arguments)]
-fn spmm_rows_typed<T: c10::Element + Copy + Send + Sync>(
+type SpmmRow<T> = fn(&mut [T], &[T], &[T], &[i64], std::ops::Range<usize>, &[i64]);
+
+/// The rows of [`cpu_spmm`] in parallel, through `row` for `T`: `out` is a fresh contiguous
+/// `[m, n]` tensor of zeros, `dense` and `vals` contiguous.
+fn spmm_rows<T: c10::Element + Copy + Send + Sync>(
     out: &Tensor,
     dense: &Tensor,
     vals: &Tensor,
     cols: &[i64],
     start: &[i64],
-    order: Option<&[usize]>,
-    n: usize,
+    order: &[i64],
     row: SpmmRow<T>,
 ) -> Result<()> {
     use rayon::prelude::*;
+    let n = out.sizes()[1] as usize;
     if n == 0 || start.len() < 2 {
         return Ok(());
     }
@@ -1783,7 +1787,6 @@ fn spmm_rows_typed<T: c10::Element + Copy + Send + Sync>(
             std::slice::from_raw_parts(v, vals.numel() as usize),
         )
     };
-    let order = order.unwrap_or(&[]);
     let body = |(r, orow): (usize, &mut [T])| row(orow, d, v, cols, start[r] as usize..start[r + 1] as usize, order);
     if cols.len() * n >= 1 << 15 && crate::parallel::get_num_threads() > 1 {
         o.par_chunks_mut(n).enumerate().for_each(body);
@@ -2364,27 +2367,16 @@ fn csr_spmm(op: &str, s: &Tensor, c: &Csr, d: &Tensor) -> Result<Tensor> {
         // columns within the matrix; the loop reads them on the device as they are.
         let long =
             |t: &Tensor| ops::contiguous(&ops::to(t, ScalarType::I64, false, false, None)?, MemoryFormat::Contiguous);
-        let (crow, col) = (long(&c.crow)?, long(&c.col)?);
-        let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
-        let out = ops::empty(&[s.sizes()[0], d.sizes()[1]], Some(d.dtype()), None, Some(d.device()), None, None)?;
-        run(&out, &ops::contiguous(d, MemoryFormat::Contiguous)?, &vals, &crow, &col, None)?;
-        return Ok(out);
+        return run_device_spmm(run, s.sizes()[0], d, &c.values, &long(&c.crow)?, &long(&c.col)?, None);
     }
     if !(d.device().is_cpu() && matches!(d.dtype(), ScalarType::F32 | ScalarType::F64)) {
         let coo_form = csr_to_coo(op, s)?;
         let cc = coo(op, &coo_form)?;
         return spmm(op, &coo_form, &cc, d);
     }
-    let (m, n) = (s.sizes()[0], d.sizes()[1]);
-    let start = host_indices(&c.crow)?;
-    let cols = host_indices(&c.col)?;
-    let dd = ops::contiguous(d, MemoryFormat::Contiguous)?;
-    let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
-    let out = zeros(&[m, n], d.dtype(), d.device())?;
     // The members were checked at construction (validate_csr): offsets within nnz, columns
     // within the matrix.
-    spmm_rows(&out, &dd, &vals, &cols, &start, None, n as usize)?;
-    Ok(out)
+    cpu_spmm(s.sizes()[0], d, &c.values, &host_indices(&c.col)?, &host_indices(&c.crow)?, &[])
 }
 
 /// `mm` with a CSR `self`: strided.

@@ -300,12 +300,17 @@ isa_dispatch! {
 /// (their order is random: the hardware prefetcher cannot guess the next one).
 const SPMM_AHEAD: usize = 4;
 
-/// Requests the cache lines of `row` (a hint: it never faults).
+/// How much of a dense row the loop prefetches: its start, where the random jump lands; the
+/// hardware prefetcher follows the rest of a long row once it is read in order.
+const SPMM_PREFETCH_BYTES: usize = 512;
+
+/// Requests the first cache lines of `row`, up to `SPMM_PREFETCH_BYTES` (a hint: it never
+/// faults).
 #[inline(always)]
 fn prefetch_row<T>(row: &[T]) {
     #[cfg(target_arch = "x86_64")]
     {
-        let bytes = std::mem::size_of_val(row);
+        let bytes = std::mem::size_of_val(row).min(SPMM_PREFETCH_BYTES);
         let p = row.as_ptr() as *const i8;
         let mut off = 0;
         while off < bytes {
@@ -331,11 +336,11 @@ macro_rules! spmm_row_body {
             vals: &[$t],
             cols: &[i64],
             range: std::ops::Range<usize>,
-            order: &[usize],
+            order: &[i64],
         ) {
             let n = out.len();
             let row = |k: usize| &dense[cols[k] as usize * n..][..n];
-            let elem = |p: usize| if order.is_empty() { p } else { order[p] };
+            let elem = |p: usize| if order.is_empty() { p } else { order[p] as usize };
             let end = range.end;
             for p in range {
                 if p + SPMM_AHEAD < end {
@@ -354,11 +359,11 @@ spmm_row_body!(spmm_row_f32_body, f32);
 spmm_row_body!(spmm_row_f64_body, f64);
 isa_dispatch! {
     /// One output row of a sparse @ dense product in f32 (see `spmm_row_body!`).
-    pub fn spmm_row_f32(out: &mut [f32], dense: &[f32], vals: &[f32], cols: &[i64], range: std::ops::Range<usize>, order: &[usize]) -> () = spmm_row_f32_body;
+    pub fn spmm_row_f32(out: &mut [f32], dense: &[f32], vals: &[f32], cols: &[i64], range: std::ops::Range<usize>, order: &[i64]) -> () = spmm_row_f32_body;
 }
 isa_dispatch! {
     /// One output row of a sparse @ dense product in f64.
-    pub fn spmm_row_f64(out: &mut [f64], dense: &[f64], vals: &[f64], cols: &[i64], range: std::ops::Range<usize>, order: &[usize]) -> () = spmm_row_f64_body;
+    pub fn spmm_row_f64(out: &mut [f64], dense: &[f64], vals: &[f64], cols: &[i64], range: std::ops::Range<usize>, order: &[i64]) -> () = spmm_row_f64_body;
 }
 
 // ---- exp and softmax -------------------------------------------------------------------------
