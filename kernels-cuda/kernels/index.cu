@@ -31,8 +31,9 @@ template <typename T> __device__ void remap(const KcRemap& r, T* out, const T* s
 
 // Note [Deterministic embedding backward]: the gradient of an embedding table is a sum of
 // gradient rows per looked-up index. Atomic adds would make the sum's order (and so its
-// rounding) depend on the schedule; instead the host groups the positions by index (a stable
-// sort of the indices, as PyTorch's deterministic CUDA path sorts them), and one thread per
+// rounding) depend on the schedule; instead the positions are grouped by index first (a stable
+// sort of the indices on the device, as PyTorch's deterministic CUDA path sorts them: Note
+// [Grouping on the device] in aten's native/sort.rs), and one thread per
 // (group, column) adds that group's rows in position order into the group's table row, which
 // no other thread writes. The result is the same on every run, and the same as the CPU's.
 //

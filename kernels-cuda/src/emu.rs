@@ -168,6 +168,18 @@ pub fn set_workers(n: usize) {
     unsafe { cuda_emu_set_workers(n.min(c_int::MAX as usize) as c_int) };
 }
 
+thread_local! {
+    /// Bytes this thread copied from an emulated device to the host.
+    static HOST_BYTES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The bytes this thread has copied from emulated devices to the host so far: tests measure
+/// what an operator brings back (an index that should stay on the device, say) by the
+/// difference around a call. Copies run on the calling thread, so other threads' do not count.
+pub fn host_bytes_copied() -> u64 {
+    HOST_BYTES.with(|b| b.get())
+}
+
 /// One emulated device: its live allocations (address → layout) and capacity.
 struct Device {
     allocations: Mutex<BTreeMap<u64, Layout>>,
@@ -295,6 +307,7 @@ impl Driver for EmulatedDriver {
 
     fn copy_dtoh(&self, device: usize, dst: &mut [u8], src: DevicePtr, _stream: StreamId) -> Result<()> {
         self.check_range(device, src, dst.len(), "device-to-host copy")?;
+        HOST_BYTES.with(|b| b.set(b.get() + dst.len() as u64));
         // SAFETY: as in copy_htod, with the roles swapped.
         unsafe { std::ptr::copy(src as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())

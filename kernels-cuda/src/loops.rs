@@ -35,6 +35,7 @@ pub(crate) fn register() {
     stub::register_remap(cuda, crate::index::remap);
     stub::register_embedding_backward(cuda, crate::index::embedding_backward);
     stub::register_sort(cuda, crate::sort::sort);
+    stub::register_runs(cuda, crate::sort::runs);
     stub::register_spmm(cuda, crate::sparse::spmm);
     for k in ["uniform", "normal", "exponential", "bernoulli", "bernoulli_tensor", "random"] {
         stub::register_random(k, cuda, random);

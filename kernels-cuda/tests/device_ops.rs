@@ -983,3 +983,99 @@ fn sparse_dense_products_run_the_row_loop_and_match_the_cpu() {
         .unwrap();
     assert!(values(&pc.cpu().unwrap()).iter().all(|&v| v == 0.0));
 }
+
+/// Note [Grouping on the device]: long sorts (merge passes), sparse coalescing, densifying and
+/// dense + sparse, embedding's gradient and index_add over hundreds of positions, each matching
+/// the CPU, with only a handful of numbers copied back to the host (the emulator counts them;
+/// on a GPU the count stays 0).
+#[test]
+fn grouping_runs_on_the_device_and_matches_the_cpu() {
+    setup();
+    let copied = kernels_cuda::emu::host_bytes_copied;
+    // Keys with many ties, NaN, in lines longer than the rank sort takes.
+    let keys: Vec<f64> =
+        (0..1200).map(|i| if i % 97 == 5 { f64::NAN } else { ((i * 37) % 61) as f64 - 30.0 }).collect();
+    let base = Tensor::from_vec(keys, &[2, 600]).unwrap();
+    for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::I64] {
+        let x = base.to(dtype).call().unwrap();
+        let g = x.cuda_on(0).unwrap();
+        for (dim, descending) in [(-1, false), (-1, true), (0, false)] {
+            let what = format!("long sort {dtype} dim {dim} descending {descending}");
+            let (gv, gi) = ops::sort(&g, dim, descending).unwrap();
+            let (cv, ci) = ops::sort(&x, dim, descending).unwrap();
+            assert_on_device_eq(&gv, &cv, &what);
+            assert_on_device_eq(&gi, &ci, &what);
+        }
+    }
+    // 3000 stored elements of a [50, 40, 3] hybrid tensor, most positions repeated.
+    let nnz = 3000i64;
+    let rows: Vec<i64> = (0..nnz).map(|k| (k * 31 + k / 7) % 50).collect();
+    let cols: Vec<i64> = (0..nnz).map(|k| (k * 17) % 40).collect();
+    let idx = Tensor::from_vec([rows, cols].concat(), &[2, nnz]).unwrap();
+    for (dt, rel) in [(ScalarType::F32, 1e-5), (ScalarType::F64, 1e-12)] {
+        let s = ops::sparse_coo_tensor(&idx, &sample(&[nnz, 3], dt, 5), &[50, 40, 3], None, None, None, None, None)
+            .unwrap();
+        let g = ops::_to_copy(&s, None, None, Some(GPU), None, false, None).unwrap();
+        let before = copied();
+        let c = ops::coalesce(&g).unwrap();
+        // Each index row's minimum and maximum, the number of groups and the two gathers' index
+        // bounds: numbers, where a host grouping would copy the 48000 bytes of indices.
+        assert!(copied() - before <= 10 * 8, "coalesce copied {} bytes to the host", copied() - before);
+        let want = ops::coalesce(&s).unwrap();
+        assert!(ops::is_coalesced(&c).unwrap());
+        assert_eq!(ops::_nnz(&c).unwrap(), ops::_nnz(&want).unwrap());
+        assert_on_device_eq(&ops::_indices(&c).unwrap(), &ops::_indices(&want).unwrap(), "coalesced indices");
+        assert_eq!(ops::_values(&c).unwrap().device(), GPU);
+        assert_close(&ops::_values(&c).unwrap().cpu().unwrap(), &ops::_values(&want).unwrap(), rel, "coalesced values");
+        let before = copied();
+        let dense = ops::to_dense(&g, None, None).unwrap();
+        assert!(copied() - before <= 5 * 8, "to_dense copied {} bytes to the host", copied() - before);
+        assert_eq!(dense.device(), GPU);
+        assert_close(&dense.cpu().unwrap(), &ops::to_dense(&s, None, None).unwrap(), rel, "to_dense");
+        let d = sample(&[50, 40, 3], dt, 9);
+        let sum = ops::add(&d.cuda_on(0).unwrap(), &g, Scalar::Float(0.5)).unwrap();
+        assert_close(&sum.cpu().unwrap(), &ops::add(&d, &s, Scalar::Float(0.5)).unwrap(), rel, "dense + sparse");
+    }
+    // Embedding's gradient over 2000 positions of a 300-row table, with padding and scaling.
+    let idx = Tensor::from_vec((0..2000i64).map(|p| (p * 53 + p / 3) % 300).collect(), &[40, 50]).unwrap();
+    let grad = sample(&[40, 50, 6], ScalarType::F32, 4);
+    let (gidx, ggrad) = (idx.cuda_on(0).unwrap(), grad.cuda_on(0).unwrap());
+    for (padding_idx, scale) in [(-1, false), (299, true), (7, false)] {
+        let before = copied();
+        let got = ops::embedding_dense_backward(&ggrad, &gidx, 300, padding_idx, scale).unwrap();
+        assert!(copied() - before <= 4 * 8, "embedding_dense_backward copied {} bytes", copied() - before);
+        let want = ops::embedding_dense_backward(&grad, &idx, 300, padding_idx, scale).unwrap();
+        assert_close(&got.cpu().unwrap(), &want, 1e-5, &format!("embedding backward padding {padding_idx}"));
+    }
+    // Out-of-range indices are errors in PyTorch's words, found on the device.
+    let bad = Tensor::from_slice(&[1i64, 300]).cuda_on(0).unwrap();
+    let e =
+        ops::embedding_dense_backward(&sample(&[2, 6], ScalarType::F32, 1).cuda_on(0).unwrap(), &bad, 300, -1, false)
+            .unwrap_err();
+    assert!(matches!(e, Error::IndexOutOfRange { index: 300, .. }), "{e}");
+    let neg = Tensor::from_vec(vec![0i64, 1, -1, 2], &[2, 2]).unwrap();
+    // Built on the device without the constructor's checks: the kernel's own check finds it.
+    let g = ops::_sparse_coo_tensor_with_dims_and_tensors(
+        2,
+        0,
+        &[3, 3],
+        &neg.cuda_on(0).unwrap(),
+        &sample(&[2], ScalarType::F32, 1).cuda_on(0).unwrap(),
+        None,
+        None,
+        Some(GPU),
+        None,
+        None,
+    )
+    .unwrap();
+    let e = ops::to_dense(&g, None, None).unwrap_err().to_string();
+    assert!(e.contains("found negative index -1 for dim 1"), "{e}");
+    // index_add over 500 indices.
+    let base = sample(&[40, 6], ScalarType::F32, 1);
+    let src = sample(&[500, 6], ScalarType::F32, 2);
+    let ix = Tensor::from_vec((0..500i64).map(|p| (p * 13) % 40).collect(), &[500]).unwrap();
+    let got =
+        ops::index_add(&base.cuda_on(0).unwrap(), 0, &ix.cuda_on(0).unwrap(), &src.cuda_on(0).unwrap(), Scalar::Int(2))
+            .unwrap();
+    assert_close(&got.cpu().unwrap(), &ops::index_add(&base, 0, &ix, &src, Scalar::Int(2)).unwrap(), 1e-5, "index_add");
+}

@@ -1108,6 +1108,110 @@ fn sort_ranks_lines_stably() {
     check::<bool>(&[1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0]);
 }
 
+/// Note [Merging sorted runs]: `merge_<T>` passes of widths 1, 2, 4, ... (the last run of each
+/// pass without a neighbour, lines of a length that is not a power of two) sort every line
+/// stably, NaN last ascending and first descending, against a stable sort on the host.
+fn merge_passes_sort_lines_stably() {
+    fn check<T: Suffix>(pool: &[f64]) {
+        let (lines, n) = (3usize, 37usize);
+        let input: Vec<T> = (0..lines * n).map(|i| T::from_f64(pool[(i * 7 + i / 5) % pool.len()])).collect();
+        let inb = Buf::from(&input);
+        let name = format!("merge_{}", T::SFX);
+        for descending in [false, true] {
+            let pairs = [
+                (Buf::<T>::zeroed(input.len()), Buf::<i64>::zeroed(input.len())),
+                (Buf::<T>::zeroed(input.len()), Buf::<i64>::zeroed(input.len())),
+            ];
+            let passes = 6; // ceil(log2(37))
+            for k in 0..passes {
+                let (ov, oi) = &pairs[k % 2];
+                let (iv, ii) = if k == 0 { (inb.ptr, 0) } else { (pairs[(k + 1) % 2].0.ptr, pairs[(k + 1) % 2].1.ptr) };
+                let mut args = KernelArgs::new();
+                args.push(lines as i64).push(n as i64).push(1i64 << k).push(ov.ptr).push(oi.ptr);
+                args.push(iv).push(ii).push(descending);
+                launch(&name, &geometry::elementwise_launch(input.len() as i64, StreamId::DEFAULT), &mut args).unwrap();
+            }
+            let (gv, gi) = (pairs[(passes - 1) % 2].0.read(), pairs[(passes - 1) % 2].1.read());
+            for l in 0..lines {
+                let line: Vec<f64> = input[l * n..(l + 1) * n].iter().map(|v| v.to_f64()).collect();
+                let mut order: Vec<usize> = (0..n).collect();
+                order.sort_by(|&a, &b| {
+                    let (x, y) = (line[a], line[b]);
+                    let o = match (x.is_nan(), y.is_nan()) {
+                        (true, true) => std::cmp::Ordering::Equal,
+                        (true, false) => std::cmp::Ordering::Greater,
+                        (false, true) => std::cmp::Ordering::Less,
+                        _ => x.partial_cmp(&y).unwrap(),
+                    };
+                    if descending {
+                        o.reverse()
+                    } else {
+                        o
+                    }
+                });
+                for (k, &p) in order.iter().enumerate() {
+                    assert_eq!(gi[l * n + k], p as i64, "{name} descending={descending} line {l} place {k}");
+                    let (g, w) = (gv[l * n + k].to_f64(), line[p]);
+                    assert!(g == w || (g.is_nan() && w.is_nan()), "{name} line {l} place {k}: {g} vs {w}");
+                }
+            }
+        }
+    }
+    let floats = [3.0, f64::NAN, -1.0, 3.0, 0.0, -1.0, 2.5, 1.0, 1.0, -2.0, 7.0, 0.5, -0.5];
+    check::<f32>(&floats);
+    check::<f64>(&floats);
+    check::<f16>(&floats);
+    check::<bf16>(&floats);
+    let ints = [3.0, 0.0, 1.0, 3.0, 5.0, 1.0, 2.0, 7.0, 4.0, 1.0, 6.0];
+    check::<u8>(&ints);
+    check::<i8>(&ints);
+    check::<i16>(&ints);
+    check::<i32>(&ints);
+    check::<i64>(&ints);
+    check::<bool>(&[1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]);
+}
+
+/// Note [Runs of a sorted vector]: `runs_count`, `runs_scan` and `runs_write` find every run of
+/// equal keys (runs across chunk boundaries, a run of one, one at each end) with its first
+/// position and key, the total after the counts and `n` after the last start.
+fn runs_mark_each_run_of_a_sorted_vector() {
+    let n = 1000usize;
+    // Runs of lengths 1, 2, ..., cycling through 1..=9, keys increasing with gaps.
+    let mut sorted = Vec::with_capacity(n);
+    let (mut key, mut len) = (-5i64, 1usize);
+    while sorted.len() < n {
+        for _ in 0..len.min(n - sorted.len()) {
+            sorted.push(key);
+        }
+        key += 3;
+        len = len % 9 + 1;
+    }
+    let mut want_starts: Vec<i64> =
+        (0..n).filter(|&p| p == 0 || sorted[p] != sorted[p - 1]).map(|p| p as i64).collect();
+    let want_keys: Vec<i64> = want_starts.iter().map(|&p| sorted[p as usize]).collect();
+    want_starts.push(n as i64);
+    for chunk in [256usize, 7, 1000, 1] {
+        let chunks = n.div_ceil(chunk);
+        let s = Buf::from(&sorted);
+        let counts = Buf::<i64>::zeroed(chunks + 1);
+        let (starts, keys) = (Buf::from(&vec![-1i64; n + 1]), Buf::from(&vec![-1i64; n]));
+        let mut count = KernelArgs::new();
+        count.push(n as i64).push(chunk as i64).push(s.ptr).push(counts.ptr);
+        launch("runs_count", &geometry::elementwise_launch(chunks as i64, StreamId::DEFAULT), &mut count).unwrap();
+        let mut scan = KernelArgs::new();
+        scan.push(chunks as i64).push(counts.ptr);
+        launch("runs_scan", &geometry::elementwise_launch(1, StreamId::DEFAULT), &mut scan).unwrap();
+        let mut write = KernelArgs::new();
+        write.push(n as i64).push(chunk as i64).push(s.ptr).push(counts.ptr).push(starts.ptr).push(keys.ptr);
+        launch("runs_write", &geometry::elementwise_launch(chunks as i64, StreamId::DEFAULT), &mut write).unwrap();
+        let u = want_keys.len();
+        assert_eq!(counts.read()[chunks], u as i64, "chunk {chunk}: the total");
+        assert_eq!(&starts.read()[..=u], &want_starts[..], "chunk {chunk}: starts");
+        assert_eq!(&keys.read()[..u], &want_keys[..], "chunk {chunk}: keys");
+        assert!(starts.read()[u + 1..].iter().all(|&x| x == -1), "chunk {chunk}: nothing past the last start");
+    }
+}
+
 /// `embedding_backward_<T>`: each group's gradient rows summed in order into its table row,
 /// divided by the group size when scaling, other rows untouched.
 fn embedding_backward_sums_groups_in_order() {
@@ -1239,6 +1343,14 @@ mod suite {
         super::sort_ranks_lines_stably();
     }
     #[test]
+    fn merge_passes_sort_lines_stably() {
+        super::merge_passes_sort_lines_stably();
+    }
+    #[test]
+    fn runs_mark_each_run_of_a_sorted_vector() {
+        super::runs_mark_each_run_of_a_sorted_vector();
+    }
+    #[test]
     fn embedding_backward_sums_groups_in_order() {
         super::embedding_backward_sums_groups_in_order();
     }
@@ -1293,6 +1405,8 @@ fn every_shipped_kernel_is_tested() {
     random_kernels_follow_the_philox_streams();
     remap_gathers_through_per_dim_maps();
     sort_ranks_lines_stably();
+    merge_passes_sort_lines_stably();
+    runs_mark_each_run_of_a_sorted_vector();
     embedding_backward_sums_groups_in_order();
     spmm_sums_each_rows_elements();
     let launched = LAUNCHED.with(|l| l.borrow().clone());

@@ -560,7 +560,7 @@ pub fn index_add_out(
 /// What `index_add` adds to `self` on a device: `alpha` times `source`'s slices summed per
 /// index into a zero tensor of `self`'s shape. The sums run through the embedding gradient's
 /// loop (Note [Deterministic embedding backward] in kernels-cuda): positions grouped by index
-/// on the host, each group summed in position order, no atomics, so the result is the same on
+/// on the device, each group summed in position order, no atomics, so the result is the same on
 /// every run. Floating dtypes only, as that loop.
 fn index_add_addend(
     op: &str,
@@ -1024,10 +1024,11 @@ pub fn embedding(
 ///
 /// The gradient of an embedding table: row `i` is the sum of the gradient rows of the positions
 /// that looked up `i` (none for `padding_idx`), each sum divided by `i`'s count in the batch
-/// with `scale_grad_by_freq`. The positions are grouped by index on the host (the indices are
-/// small next to the gradient) and summed in position order, in `float` for the 32- and 16-bit
-/// floats and `double` for `float64`, on the CPU and on a device alike (Note [Deterministic
-/// embedding backward] in kernels-cuda): the same numbers on both, on every run.
+/// with `scale_grad_by_freq`. The positions are grouped by index (on the host for the CPU, on
+/// the device otherwise: Note [Grouping on the device]) and summed in position order, in
+/// `float` for the 32- and 16-bit floats and `double` for `float64`, on the CPU and on a device
+/// alike (Note [Deterministic embedding backward] in kernels-cuda): the same numbers on both,
+/// on every run.
 pub fn embedding_dense_backward(
     grad_output: &Tensor,
     indices: &Tensor,
@@ -1076,6 +1077,10 @@ pub fn embedding_dense_backward(
             ),
         ));
     }
+    let grad = crate::ops::contiguous(&crate::ops::reshape(grad_output, &[n, cols])?, MemoryFormat::Contiguous)?;
+    if !grad.device().is_cpu() {
+        return embedding_backward_on_device(op, &grad, indices, num_weights, padding_idx, scale_grad_by_freq);
+    }
     let idx = indices.to_vec::<i64>()?;
     for &i in &idx {
         check_index(op, i, 0, num_weights, false)?;
@@ -1099,20 +1104,6 @@ pub fn embedding_dense_backward(
     if rows.is_empty() {
         starts.truncate(1);
     }
-    let grad = crate::ops::contiguous(&crate::ops::reshape(grad_output, &[n, cols])?, MemoryFormat::Contiguous)?;
-    if !grad.device().is_cpu() {
-        let device = grad.device();
-        let out = crate::ops::zeros(&[num_weights, cols], Some(dtype), None, Some(device), None)?;
-        if !rows.is_empty() && cols > 0 {
-            let up = |v: Vec<i64>| {
-                let len = v.len() as i64;
-                Tensor::from_vec(v, &[len])?.to_device(device)
-            };
-            let (order, starts, rows) = (up(order)?, up(starts)?, up(rows)?);
-            crate::native::stub::run_embedding_backward(&out, &grad, &order, &starts, &rows, scale_grad_by_freq)?;
-        }
-        return Ok(out);
-    }
     // The sums as the device computes them: rounded to f32 after every step unless float64.
     let round = |x: f64| if dtype == ScalarType::F64 { x } else { x as f32 as f64 };
     let g = grad.to_vec::<f64>()?;
@@ -1135,6 +1126,75 @@ pub fn embedding_dense_backward(
         }
     }
     Tensor::from_vec(out, &[num_weights, cols as i64])?.to(dtype).call()
+}
+
+/// Embedding's gradient on a device (`grad` contiguous `[n, cols]`): the indices checked through
+/// their minimum and maximum (two numbers to the host), grouped on the device (Note [Grouping on
+/// the device]) with the padding positions keyed past every row, so that they form the last
+/// group, which is left out; then summed by the device's embedding loop.
+fn embedding_backward_on_device(
+    op: &str,
+    grad: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    let (n, cols) = (grad.sizes()[0], grad.sizes()[1]);
+    let device = grad.device();
+    let out = crate::ops::zeros(&[num_weights, cols], Some(grad.dtype()), None, Some(device), None)?;
+    if n == 0 || cols == 0 {
+        return Ok(out);
+    }
+    let idx = crate::ops::to(&crate::ops::reshape(indices, &[n])?, ScalarType::I64, false, false, None)?;
+    check_index(op, crate::ops::amin(&idx, &[], false)?.item::<i64>()?, 0, num_weights, false)?;
+    check_index(op, crate::ops::amax(&idx, &[], false)?.item::<i64>()?, 0, num_weights, false)?;
+    let padded = (0..num_weights).contains(&padding_idx);
+    let keys = if padded {
+        let pad = crate::ops::to(
+            &crate::ops::eq_scalar(&idx, Scalar::Int(padding_idx))?,
+            ScalarType::I64,
+            false,
+            false,
+            None,
+        )?;
+        crate::ops::add(&idx, &crate::ops::mul_scalar(&pad, Scalar::Int(num_weights - padding_idx))?, Scalar::Int(1))?
+    } else {
+        idx
+    };
+    sum_groups_on_device(op, &out, grad, &keys, padded.then_some(num_weights), scale_grad_by_freq)?;
+    Ok(out)
+}
+
+/// Writes into row `k` of the contiguous `out` (`[rows, cols]`) the sum of the rows of `grad`
+/// (contiguous `[n, cols]`) whose int64 key is `k` (divided by their count with
+/// `scale_by_freq`), in position order, grouping on the device (Note [Grouping on the
+/// device]); other rows are left as they are. Every key must lie in `0..rows`, except
+/// `skip`'s, whose rows are left out.
+pub(crate) fn sum_groups_on_device(
+    op: &str,
+    out: &Tensor,
+    grad: &Tensor,
+    keys: &Tensor,
+    skip: Option<i64>,
+    scale_by_freq: bool,
+) -> Result<()> {
+    if keys.numel() == 0 || out.numel() == 0 {
+        return Ok(());
+    }
+    let g = crate::native::sort::device_groups(op, keys)?;
+    let mut u = g.keys.numel();
+    // The skipped key is the largest: its group, if any, is the last.
+    if let Some(k) = skip {
+        if u > 0 && crate::ops::select(&g.keys, 0, u - 1)?.item::<i64>()? == k {
+            u -= 1;
+        }
+    }
+    if u > 0 {
+        let (starts, rows) = (crate::ops::narrow(&g.starts, 0, 0, u + 1)?, crate::ops::narrow(&g.keys, 0, 0, u)?);
+        crate::native::stub::run_embedding_backward(out, grad, &g.order, &starts, &rows, scale_by_freq)?;
+    }
+    Ok(())
 }
 
 /// `one_hot` on a device other than the CPU, from device operators: the checks read the

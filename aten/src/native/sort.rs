@@ -308,3 +308,39 @@ pub fn unique2(
         ))
     })
 }
+
+// Note [Grouping on the device]: the positions of an int64 key vector grouped by key without
+// the keys leaving the device: a stable sort of the keys (the device's sort loop, Note
+// [Merging sorted runs] in kernels-cuda for long vectors), then the runs of equal keys (its
+// runs loop, Note [Runs of a sorted vector]). Group `g` holds positions
+// `order[starts[g]..starts[g + 1]]` in position order, all with key `keys[g]`; groups come in
+// increasing key order. One number, the count of groups, comes back to the host. Used where
+// the CPU groups on the host: embedding's gradient (so `index_add`), and sparse coalescing and
+// densifying.
+
+/// Positions grouped by key on the device (Note [Grouping on the device]).
+pub(crate) struct DeviceGroups {
+    /// Every position, grouped by key, each group in position order.
+    pub order: Tensor,
+    /// `groups + 1` offsets into `order`.
+    pub starts: Tensor,
+    /// Each group's key, increasing.
+    pub keys: Tensor,
+}
+
+/// Groups the positions of the int64 `keys` (any shape, read flat) on their device.
+pub(crate) fn device_groups(op: &str, keys: &Tensor) -> Result<DeviceGroups> {
+    let n = keys.numel();
+    let device = keys.device();
+    let flat = crate::ops::reshape(keys, &[n])?;
+    let (sorted, order) = crate::ops::sort_stable(&flat, Some(true), 0, false)?;
+    let long = |len: i64| crate::ops::empty(&[len], Some(ScalarType::I64), None, Some(device), None, None);
+    let (starts, uniq) = (long(n + 1)?, long(n)?);
+    let u =
+        crate::native::stub::run_runs(op, &crate::ops::contiguous(&sorted, MemoryFormat::Contiguous)?, &starts, &uniq)?;
+    Ok(DeviceGroups {
+        order: crate::ops::contiguous(&order, MemoryFormat::Contiguous)?,
+        starts: crate::ops::narrow(&starts, 0, 0, u + 1)?,
+        keys: crate::ops::narrow(&uniq, 0, 0, u)?,
+    })
+}

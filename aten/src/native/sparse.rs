@@ -444,6 +444,9 @@ pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
         return new_coo(self_.sizes(), &i, &v, true);
     }
     let sparse_sizes = &self_.sizes()[..c.sparse_dim];
+    if !self_.device().is_cpu() && c.values.dtype().is_floating_point() {
+        return coalesce_on_device(self_, &c);
+    }
     let idx = host_indices(&c.indices)?;
     let lin = linear_index(op, &idx, nnz, sparse_sizes)?;
     // Sorted by (position, stored order): each group's elements stay in stored order.
@@ -485,6 +488,60 @@ pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
     new_coo(self_.sizes(), &indices, &values, true)
 }
 
+/// `_coalesce` of a floating tensor on a device, grouping there (Note [Grouping on the device]):
+/// each group's first index column, and its values summed in stored order by the device's
+/// grouped-sum loop, as the CPU sums them.
+fn coalesce_on_device(self_: &Tensor, c: &Coo) -> Result<Tensor> {
+    let op = "coalesce";
+    let dev = self_.device();
+    let lin = device_linear_index(op, &c.indices, &self_.sizes()[..c.sparse_dim])?;
+    let g = crate::native::sort::device_groups(op, &lin)?;
+    let u = g.keys.numel();
+    let heads = ops::index_select(&g.order, 0, &ops::narrow(&g.starts, 0, 0, u)?)?;
+    let indices = ops::index_select(&c.indices, 1, &heads)?;
+    let cols = c.values.sizes()[1..].iter().product::<i64>();
+    let values = ops::reshape(&ops::contiguous(&c.values, MemoryFormat::Contiguous)?, &[c.nnz(), cols])?;
+    let sums = zeros(&[u, cols], values.dtype(), dev)?;
+    if sums.numel() > 0 {
+        let rows = ops::arange(Scalar::Int(u), Some(ScalarType::I64), None, Some(dev), None)?;
+        crate::native::stub::run_embedding_backward(&sums, &values, &g.order, &g.starts, &rows, false)?;
+    }
+    new_coo(self_.sizes(), &indices, &ops::reshape(&sums, &values_shape(&c.values, u))?, true)
+}
+
+/// The row-major positions of a device tensor's `[sparse_dim, nnz]` index columns, computed on
+/// the device, after checking every index through each row's minimum and maximum (the numbers
+/// PyTorch's `check_invariants` reports; `2 * sparse_dim` of them come to the host).
+fn device_linear_index(op: &str, indices: &Tensor, sparse_sizes: &[i64]) -> Result<Tensor> {
+    product(op, sparse_sizes)?;
+    let dev = indices.device();
+    if indices.sizes()[1] > 0 {
+        let lo = ops::amin(indices, &[1], false)?.to_vec::<i64>()?;
+        let hi = ops::amax(indices, &[1], false)?.to_vec::<i64>()?;
+        for (d, &size) in sparse_sizes.iter().enumerate() {
+            if lo[d] < 0 {
+                return Err(Error::Index { op: op.into(), msg: format!("found negative index {} for dim {d}", lo[d]) });
+            }
+            if hi[d] >= size {
+                return Err(Error::Index {
+                    op: op.into(),
+                    msg: format!(
+                        "size is inconsistent with indices: for dim {d}, size is {size} but found index {}",
+                        hi[d]
+                    ),
+                });
+            }
+        }
+    }
+    let mut strides = vec![1i64; sparse_sizes.len()];
+    for d in (0..sparse_sizes.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * sparse_sizes[d + 1];
+    }
+    let sd = sparse_sizes.len() as i64;
+    let st = long_tensor(strides, &[sd, 1], dev)?;
+    ops::sum_dim_intlist(&ops::mul(indices, &st)?, Some(&[0]), false, None)
+}
+
 /// `coalesce(Tensor(a) self) -> Tensor(a)`: `self` when already coalesced, else `_coalesce`.
 pub fn coalesce(self_: &Tensor) -> Result<Tensor> {
     if coo("coalesce", self_)?.coalesced {
@@ -505,7 +562,15 @@ pub fn _to_dense(self_: &Tensor, dtype: Option<ScalarType>, _masked_grad: Option
     flat.extend_from_slice(&sizes[c.sparse_dim..]);
     let out = zeros(&flat, c.values.dtype(), self_.device())?;
     let nnz = c.nnz() as usize;
-    if nnz > 0 {
+    if nnz > 0 && !self_.device().is_cpu() && c.values.dtype().is_floating_point() {
+        // Each position's sum written by the device's grouped-sum loop (Note [Grouping on the
+        // device]): no index leaves the device.
+        let lin = device_linear_index(op, &c.indices, sparse_sizes)?;
+        let cols = sizes[c.sparse_dim..].iter().product::<i64>();
+        let rows = ops::reshape(&out, &[n, cols])?;
+        let values = ops::reshape(&ops::contiguous(&c.values, MemoryFormat::Contiguous)?, &[nnz as i64, cols])?;
+        crate::native::indexing::sum_groups_on_device(op, &rows, &values, &lin, None, false)?;
+    } else if nnz > 0 {
         let lin = linear_index(op, &host_indices(&c.indices)?, nnz, sparse_sizes)?;
         let lin = long_tensor(lin, &[nnz as i64], self_.device())?;
         ops::index_add_(&out, 0, &lin, &c.values, Scalar::Int(1))?;

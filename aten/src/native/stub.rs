@@ -121,6 +121,13 @@ pub type SpmmLoop = fn(
     order: Option<&Tensor>,
 ) -> Result<()>;
 
+/// The runs of equal keys of a sorted vector on one device type (Note [Runs of a sorted vector]
+/// in `kernels-cuda`): `sorted` holds `n` nondecreasing int64 keys; the loop writes each run's
+/// first position into `starts` (`n + 1` entries, `n` after the last run) and its key into
+/// `keys` (`n` entries), and returns the number of runs `u` (only `starts[..=u]` and
+/// `keys[..u]` are written). All three are contiguous 1-d int64 tensors on the device.
+pub type RunsLoop = fn(sorted: &Tensor, starts: &Tensor, keys: &Tensor) -> Result<i64>;
+
 static ELEMENTWISE: Loops<DeviceLoop> = Loops::new();
 static REDUCTIONS: Loops<ReduceLoop> = Loops::new();
 static GEMMS: Loops<GemmLoop> = Loops::new();
@@ -129,6 +136,7 @@ static REMAPS: Loops<RemapLoop> = Loops::new();
 static SORTS: Loops<SortLoop> = Loops::new();
 static EMBEDDING_BACKWARDS: Loops<EmbeddingBackwardLoop> = Loops::new();
 static SPMMS: Loops<SpmmLoop> = Loops::new();
+static RUNS: Loops<RunsLoop> = Loops::new();
 
 /// Registers `f` as the loop of `kernel` on devices of type `ty` (a later registration of the
 /// same pair replaces the earlier one).
@@ -273,4 +281,14 @@ pub fn run_embedding_backward(
         rows,
         scale_by_freq,
     )
+}
+
+/// Registers the runs loop of devices of type `ty` (see [`RunsLoop`]).
+pub fn register_runs(ty: DeviceType, f: RunsLoop) {
+    RUNS.insert("runs", ty, f);
+}
+
+/// Runs the runs loop for `sorted`'s device (see [`RunsLoop`]).
+pub fn run_runs(op: &str, sorted: &Tensor, starts: &Tensor, keys: &Tensor) -> Result<i64> {
+    RUNS.get(op, "runs", sorted.device().ty, sorted.dtype())?(sorted, starts, keys)
 }
