@@ -14763,6 +14763,36 @@ pub fn register_sparse_cpu(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::norm_scalar::NAME,
+        DispatchKey::SparseCPU,
+        handles::norm_scalar::kernel(|_ks, self_, p| crate::native::sparse::norm_sparse(self_, p)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dim::NAME,
+        DispatchKey::SparseCPU,
+        handles::norm_scalaropt_dim::kernel(|_ks, self_, p, dim, keepdim| {
+            crate::native::sparse::norm_sparse_dim(self_, p, dim, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dim_dtype::NAME,
+        DispatchKey::SparseCPU,
+        handles::norm_scalaropt_dim_dtype::kernel(|_ks, self_, p, dim, keepdim, dtype| {
+            crate::native::sparse::norm_sparse_dim_dtype(self_, p, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dtype::NAME,
+        DispatchKey::SparseCPU,
+        handles::norm_scalaropt_dtype::kernel(|_ks, self_, p, dtype| {
+            crate::native::sparse::norm_sparse_dtype(self_, p, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::mm::NAME,
         DispatchKey::SparseCPU,
         handles::mm::kernel(|_ks, self_, mat2| crate::native::sparse::mm_sparse(self_, mat2)),
@@ -15055,6 +15085,36 @@ pub fn register_sparse_cuda(d: &Dispatcher) {
         DispatchKey::SparseCUDA,
         handles::index_select::kernel(|_ks, self_, dim, index| {
             crate::native::sparse::index_select_sparse(self_, dim, index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalar::NAME,
+        DispatchKey::SparseCUDA,
+        handles::norm_scalar::kernel(|_ks, self_, p| crate::native::sparse::norm_sparse(self_, p)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dim::NAME,
+        DispatchKey::SparseCUDA,
+        handles::norm_scalaropt_dim::kernel(|_ks, self_, p, dim, keepdim| {
+            crate::native::sparse::norm_sparse_dim(self_, p, dim, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dim_dtype::NAME,
+        DispatchKey::SparseCUDA,
+        handles::norm_scalaropt_dim_dtype::kernel(|_ks, self_, p, dim, keepdim, dtype| {
+            crate::native::sparse::norm_sparse_dim_dtype(self_, p, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dtype::NAME,
+        DispatchKey::SparseCUDA,
+        handles::norm_scalaropt_dtype::kernel(|_ks, self_, p, dtype| {
+            crate::native::sparse::norm_sparse_dtype(self_, p, dtype)
         }),
     )
     .expect("generated registration");

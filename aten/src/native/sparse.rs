@@ -1279,6 +1279,67 @@ pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Resul
     new_coo(self_.sizes(), &c.indices, &v, c.coalesced)
 }
 
+/// The norm of a COO tensor (`norm` with PyTorch's `norm_sparse`): the norm of its coalesced
+/// values, so positions stored twice count once, with their sum, and unstored ones not at all
+/// (as PyTorch, the -inf and 0 norms look at the stored values only). Full reductions only:
+/// `dim` must be empty or name every dimension, and `keepdim` false, as PyTorch requires.
+fn norm_sparse_impl(
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    let op = "norm";
+    coo(op, self_)?;
+    let n = self_.dim();
+    let mut seen = vec![false; n];
+    for &d in dim {
+        seen[wrap_dim(op, d, n)?] = true;
+    }
+    if keepdim {
+        return Err(Error::invalid(op, "norm_sparse currently does not support keepdim=True"));
+    }
+    if !dim.is_empty() && seen.iter().any(|&s| !s) {
+        return Err(Error::invalid(
+            op,
+            "norm_sparse currently only supports full reductions, so 'dim' must either be empty or contain all dimensions of the input",
+        ));
+    }
+    let values = coo(op, &ops::coalesce(self_)?)?.values;
+    match dtype {
+        Some(d) => ops::norm_scalaropt_dtype(&values, p, d),
+        None => ops::norm_scalaropt_dim(&values, p, &[], false),
+    }
+}
+
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` of a COO tensor (see [`norm_sparse_impl`]).
+pub fn norm_sparse(self_: &Tensor, p: Scalar) -> Result<Tensor> {
+    norm_sparse_impl(self_, Some(p), &[], false, None)
+}
+
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False)` of a COO tensor.
+pub fn norm_sparse_dim(self_: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    norm_sparse_impl(self_, p, dim, keepdim, None)
+}
+
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType
+/// dtype)` of a COO tensor.
+pub fn norm_sparse_dim_dtype(
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: ScalarType,
+) -> Result<Tensor> {
+    norm_sparse_impl(self_, p, dim, keepdim, Some(dtype))
+}
+
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype)` of a COO tensor.
+pub fn norm_sparse_dtype(self_: &Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
+    norm_sparse_impl(self_, p, &[], false, Some(dtype))
+}
+
 // ---- softmax ---------------------------------------------------------------------------------
 
 // Note [Sparse softmax]: `torch.sparse.softmax` normalises over the stored elements only: an

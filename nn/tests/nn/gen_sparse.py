@@ -173,6 +173,33 @@ show("Adagrad sparse", steps(lambda p: torch.optim.Adagrad(p, lr=0.1)))
 show("SparseAdam", steps(lambda p: torch.optim.SparseAdam(p, lr=0.05)))
 show("SparseAdam maximize", steps(lambda p: torch.optim.SparseAdam(p, lr=0.05, betas=(0.8, 0.9), maximize=True)))
 
+# Norms of sparse tensors: the norm of the coalesced values (A stores (0, 2) twice).
+for p in [2, 1, 3, float("inf"), float("-inf"), 0]:
+    show(f"norm A {p}", A.norm(p))
+show("vector_norm B", torch.linalg.vector_norm(B))
+show("norm B all dims", torch.norm(B, 2, dim=(0, 1)))
+show("norm A f32", A.float().norm())
+
+
+# clip_grad_norm_ over a sparse embedding gradient (a looked-up row twice) and a dense one.
+def clipped(norm_type):
+    emb = nn.Embedding(10, 4, sparse=True).double()
+    lin = nn.Linear(4, 2).double()
+    with torch.no_grad():
+        emb.weight.copy_(wave([10, 4], 1.3, 0.1))
+        lin.weight.copy_(wave([2, 4], 0.7, 0.4))
+        lin.bias.copy_(wave([2], 0.9, 0.1))
+    (lin(emb(ids[0])) * wave([4, 2], 0.5, 0.2)).sum().backward()
+    params = list(emb.parameters()) + list(lin.parameters())
+    total = torch.nn.utils.clip_grad_norm_(params, 0.5, norm_type=norm_type)
+    show(f"clip total {norm_type}", total)
+    show_coo(f"clip emb grad {norm_type}", emb.weight.grad)
+    show(f"clip lin grad {norm_type}", lin.weight.grad)
+
+
+clipped(2.0)
+clipped(float("inf"))
+
 # CSR: row 1 empty.
 DC = wave([4, 5], 0.8, 0.3).masked_fill(wave([4, 5], 0.8, 0.3).abs() < 0.6, 0)
 DC[1] = 0

@@ -688,3 +688,71 @@ fn gradcheck_takes_sparse_inputs_and_outputs() -> Result<()> {
     assert!(e.contains("Jacobian mismatch"), "{e}");
     Ok(())
 }
+
+/// The norm of a sparse tensor is its coalesced values' norm (a position stored twice counts
+/// once, with its sum); `clip_grad_norm_` takes sparse gradients with dense ones and scales
+/// them in place, their pattern kept, as PyTorch's.
+#[test]
+fn norms_and_gradient_clipping_take_sparse_tensors() -> Result<()> {
+    let a = ops::sparse_coo_tensor(
+        &Tensor::from_vec(vec![0i64, 1, 1, 0, 2, 2, 0, 2, 2, 3], &[2, 5])?,
+        &wave(&[5], 0.9, 0.2),
+        &[3, 4],
+        None,
+        None,
+        None,
+        None,
+        None,
+    )?;
+    let b = ops::sparse_coo_tensor(
+        &Tensor::from_vec(vec![0i64, 2, 0], &[1, 3])?,
+        &wave(&[3, 2], 0.4, 0.7),
+        &[4, 2],
+        None,
+        None,
+        None,
+        None,
+        None,
+    )?;
+    for (p, name) in
+        [(2.0, "2"), (1.0, "1"), (3.0, "3"), (f64::INFINITY, "inf"), (f64::NEG_INFINITY, "-inf"), (0.0, "0")]
+    {
+        let n = ops::norm(&a, Scalar::Float(p))?;
+        assert_eq!((n.layout(), n.dim()), (Layout::Strided, 0));
+        check(&format!("norm A {name}"), &n);
+    }
+    check("vector_norm B", &ops::linalg_vector_norm(&b, Scalar::Float(2.0), None, false, None)?);
+    check("norm B all dims", &ops::norm_scalaropt_dim(&b, Some(Scalar::Float(2.0)), &[0, -1], false)?);
+    let a32 = ops::to(&a, ScalarType::F32, false, false, None)?;
+    let n32 = ops::norm(&a32, Scalar::Float(2.0))?;
+    assert_eq!(n32.dtype(), ScalarType::F32);
+    let (want, _) = expected("norm A f32");
+    assert!((n32.item::<f64>()? - want[0]).abs() <= 1e-6, "{} vs {}", n32.item::<f64>()?, want[0]);
+    // PyTorch's refusals.
+    let e = ops::norm_scalaropt_dim(&a, None, &[1], false).expect_err("partial").to_string();
+    assert!(e.contains("norm_sparse currently only supports full reductions"), "{e}");
+    let e = ops::norm_scalaropt_dim(&a, None, &[0, 1], true).expect_err("keepdim").to_string();
+    assert!(e.contains("norm_sparse currently does not support keepdim=True"), "{e}");
+
+    for (norm_type, name) in [(2.0, "2.0"), (f64::INFINITY, "inf")] {
+        let mut emb = Embedding::new(10, 4)?.with_sparse(true);
+        emb.to_dtype(ScalarType::F64)?;
+        let mut lin = nn::Linear::new(4, 2)?;
+        lin.to_dtype(ScalarType::F64)?;
+        {
+            let _g = autograd::no_grad();
+            ops::copy_(&emb.weight, &wave(&[10, 4], 1.3, 0.1), false)?;
+            ops::copy_(&lin.weight, &wave(&[2, 4], 0.7, 0.4), false)?;
+            ops::copy_(lin.bias.as_ref().unwrap(), &wave(&[2], 0.9, 0.1), false)?;
+        }
+        let out = lin.forward(&emb.forward(&Tensor::from_slice(&[1i64, 3, 3, 0]))?)?;
+        out.mul(&wave(&[4, 2], 0.5, 0.2))?.sum().call()?.backward()?;
+        let mut params = emb.parameters();
+        params.extend(lin.parameters());
+        let total = nn::optim::clip_grad_norm_(&params, 0.5, norm_type, false)?;
+        check(&format!("clip total {name}"), &total);
+        check_coo(&format!("clip emb grad {name}"), &emb.weight.grad().unwrap());
+        check(&format!("clip lin grad {name}"), &lin.weight.grad().unwrap());
+    }
+    Ok(())
+}
