@@ -6,13 +6,24 @@
 //! decodes every entry into a fresh, aligned tensor; no file handle outlives the load, so a
 //! loaded checkpoint can be overwritten in place. [`load_file_mmap`] maps the file instead and
 //! uses every aligned entry in place (zero-copy), copying only the misaligned ones.
+//!
+//! Note [Sparse entries in safetensors]: safetensors has no layouts, so a sparse tensor `k` is
+//! written as its members, each a strided entry: `k::indices` and `k::values` for COO,
+//! `k::crow_indices`, `k::col_indices` and `k::values` for CSR, with a metadata marker
+//! `__layout__.k` = `sparse_coo <sizes> coalesced|uncoalesced` or `sparse_csr <sizes>` (sizes
+//! comma-separated). A reader without the convention (`safetensors.torch.load_file`) sees the
+//! members as plain tensors; ours rebuilds the sparse tensor at the place of its first member,
+//! through the constructors' invariant checks (bounds, and sortedness when the marker says
+//! coalesced), so a damaged or hostile file is an error, never a tensor that reads out of
+//! bounds. Markers are taken out of the metadata the caller sees, and a caller's metadata may
+//! not use the prefix.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use aten::Tensor;
-use c10::{bf16, f16, Element, Error, Result, ScalarType};
+use aten::{ops, Tensor};
+use c10::{bf16, f16, Element, Error, Layout, Result, ScalarType};
 use safetensors::{Dtype, SafeTensors, View};
 
 use crate::module::{IncompatibleKeys, Module, StateDict};
@@ -110,10 +121,7 @@ pub fn save_file<'a>(
     path: impl AsRef<Path>,
 ) -> Result<()> {
     let path = path.as_ref();
-    let mut entries = Vec::new();
-    for (name, t) in tensors {
-        entries.push((name.to_string(), encode(t)?));
-    }
+    let (entries, metadata) = encode_all(tensors, metadata)?;
     let tmp = partial_path(path);
     let written = safetensors::serialize_to_file(entries.iter().map(|(n, e)| (n.clone(), e)), metadata, &tmp)
         .map_err(|e| io_err(&tmp, e))
@@ -125,16 +133,145 @@ pub fn save_file<'a>(
     written
 }
 
+/// The metadata key prefix of sparse markers (Note [Sparse entries in safetensors]).
+const LAYOUT_PREFIX: &str = "__layout__.";
+
+/// Every entry of `tensors`, sparse ones as their members with a marker added to `metadata`
+/// (Note [Sparse entries in safetensors]).
+#[allow(clippy::type_complexity)]
+fn encode_all<'a>(
+    tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>,
+    metadata: Option<HashMap<String, String>>,
+) -> Result<(Vec<(String, Entry)>, Option<HashMap<String, String>>)> {
+    let op = "save_file";
+    if let Some(k) = metadata.iter().flatten().map(|(k, _)| k).find(|k| k.starts_with(LAYOUT_PREFIX)) {
+        return Err(Error::invalid(
+            op,
+            format!("metadata key '{k}': the prefix '{LAYOUT_PREFIX}' marks sparse tensors"),
+        ));
+    }
+    let mut markers = HashMap::new();
+    let mut entries: Vec<(String, Entry)> = Vec::new();
+    for (name, t) in tensors {
+        let sizes = t.sizes().iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        let (marker, members) = match t.layout() {
+            Layout::Strided => {
+                entries.push((name.to_string(), encode(t)?));
+                continue;
+            }
+            Layout::SparseCoo => {
+                let flag = if ops::is_coalesced(t)? { "coalesced" } else { "uncoalesced" };
+                (
+                    format!("sparse_coo {sizes} {flag}"),
+                    vec![("indices", ops::_indices(t)?), ("values", ops::_values(t)?)],
+                )
+            }
+            Layout::SparseCsr => (
+                format!("sparse_csr {sizes}"),
+                vec![
+                    ("crow_indices", ops::crow_indices(t)?),
+                    ("col_indices", ops::col_indices(t)?),
+                    ("values", ops::values(t)?),
+                ],
+            ),
+        };
+        for (member, m) in members {
+            entries.push((format!("{name}::{member}"), encode(&m)?));
+        }
+        markers.insert(format!("{LAYOUT_PREFIX}{name}"), marker);
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some((n, _)) = entries.iter().find(|(n, _)| !seen.insert(n.as_str())) {
+        return Err(Error::invalid(
+            op,
+            format!("two entries are named '{n}' (a sparse tensor's members are '<name>::<member>')"),
+        ));
+    }
+    let metadata = match (metadata, markers.is_empty()) {
+        (m, true) => m,
+        (m, false) => Some(m.unwrap_or_default().into_iter().chain(markers).collect()),
+    };
+    Ok((entries, metadata))
+}
+
+/// Rebuilds the sparse tensors that `metadata`'s markers name from their member entries, each
+/// at the place of its first member, and takes the markers out of `metadata` (Note [Sparse
+/// entries in safetensors]).
+fn assemble_sparse(tensors: StateDict, metadata: &mut HashMap<String, String>, path: &Path) -> Result<StateDict> {
+    let markers: HashMap<String, String> = metadata
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(LAYOUT_PREFIX).map(|name| (name.to_string(), v.clone())))
+        .collect();
+    if markers.is_empty() {
+        return Ok(tensors);
+    }
+    metadata.retain(|k, _| !k.starts_with(LAYOUT_PREFIX));
+    fn owner<'n>(entry: &'n str, markers: &HashMap<String, String>) -> Option<&'n str> {
+        entry.rsplit_once("::").map(|(n, _)| n).filter(|n| markers.contains_key(*n))
+    }
+    let mut out = StateDict::new();
+    for (name, t) in tensors.iter() {
+        match owner(name, &markers) {
+            None => out.insert(name, t.clone()),
+            Some(n) if !out.contains_key(n) => {
+                let sparse = rebuild_sparse(n, &markers[n], &tensors)
+                    .map_err(|e| io_err(path, format!("sparse tensor '{n}': {e}")))?;
+                out.insert(n, sparse);
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(n) = markers.keys().find(|n| !out.contains_key(n.as_str())) {
+        return Err(io_err(path, format!("sparse tensor '{n}': the file has a marker but no members")));
+    }
+    Ok(out)
+}
+
+/// One sparse tensor from its marker and member entries.
+fn rebuild_sparse(name: &str, marker: &str, tensors: &StateDict) -> Result<Tensor> {
+    let op = "load_file";
+    let bad = |what: String| Error::invalid(op, what);
+    let member =
+        |m: &str| tensors.get(&format!("{name}::{m}")).cloned().ok_or_else(|| bad(format!("no '{name}::{m}' entry")));
+    let parts: Vec<&str> = marker.split(' ').collect();
+    let sizes = |s: &str| -> Result<Vec<i64>> {
+        s.split(',')
+            .filter(|x| !x.is_empty())
+            .map(|x| x.parse().map_err(|_| bad(format!("bad sizes in marker '{marker}'"))))
+            .collect()
+    };
+    match parts.as_slice() {
+        ["sparse_coo", size, flag @ ("coalesced" | "uncoalesced")] => ops::sparse_coo_tensor(
+            &member("indices")?,
+            &member("values")?,
+            &sizes(size)?,
+            None,
+            None,
+            None,
+            None,
+            Some(*flag == "coalesced"),
+        ),
+        ["sparse_csr", size] => ops::sparse_csr_tensor(
+            &member("crow_indices")?,
+            &member("col_indices")?,
+            &member("values")?,
+            &sizes(size)?,
+            None,
+            None,
+            None,
+            None,
+        ),
+        _ => Err(bad(format!("unknown layout marker '{marker}'"))),
+    }
+}
+
 /// The safetensors bytes of `tensors` with optional string `metadata` (what [`save_file`]
 /// writes), for files that hold a safetensors record among others (the jit's archives).
 pub fn save_bytes<'a>(
     tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>,
     metadata: Option<HashMap<String, String>>,
 ) -> Result<Vec<u8>> {
-    let mut entries = Vec::new();
-    for (name, t) in tensors {
-        entries.push((name.to_string(), encode(t)?));
-    }
+    let (entries, metadata) = encode_all(tensors, metadata)?;
     safetensors::serialize(entries.iter().map(|(n, e)| (n.clone(), e)), metadata)
         .map_err(|e| Error::Io(format!("safetensors: {e}")))
 }
@@ -250,7 +387,9 @@ pub fn load_bytes(bytes: &[u8], path: &Path) -> Result<Loaded> {
         let t = decode(info.dtype, &shape, data).map_err(|e| io_err(path, format!("tensor '{name}': {e}")))?;
         tensors.insert(name, t);
     }
-    Ok(Loaded { tensors, metadata: header.metadata })
+    let mut metadata = header.metadata;
+    let tensors = assemble_sparse(tensors, &mut metadata, path)?;
+    Ok(Loaded { tensors, metadata })
 }
 
 /// One entry of a parsed header: its safetensors dtype, shape and byte range in the file.
@@ -339,6 +478,8 @@ pub fn load_file_mmap_counted(path: impl AsRef<Path>) -> Result<(Loaded, usize)>
     for (name, (t, _)) in names.into_iter().zip(made) {
         tensors.insert(name, t);
     }
+    let mut metadata = metadata;
+    let tensors = assemble_sparse(tensors, &mut metadata, path)?;
     Ok((Loaded { tensors, metadata }, in_place))
 }
 

@@ -756,3 +756,91 @@ fn norms_and_gradient_clipping_take_sparse_tensors() -> Result<()> {
     }
     Ok(())
 }
+
+/// Note [Sparse entries in safetensors]: the sparse tensors of a PyTorch archive (uncoalesced
+/// with a duplicate, coalesced, hybrid, CSR with an empty row, nnz = 0) beside a dense one go
+/// through our state_dict files and come back with the same layout, pattern, flag and values,
+/// by the plain and the mapped reader; damaged files are errors.
+#[test]
+fn sparse_tensors_round_trip_through_state_dict_files() -> Result<()> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nn/pt/sparse.pt");
+    let mut sd = nn::load_pt(&path)?;
+    sd.insert("dense", wave(&[2, 3], 0.5, 0.1));
+    let dir = std::env::temp_dir().join(format!("sparse_state_dict_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sd.safetensors");
+    nn::serialize::save_state_dict(&sd, &file)?;
+    let same = |t: &Tensor, u: &Tensor, what: &str| {
+        assert_eq!((t.layout(), t.sizes(), t.dtype()), (u.layout(), u.sizes(), u.dtype()), "{what}");
+        let f =
+            |x: &Tensor| ops::to(&ops::to_dense(x, None, None).unwrap(), ScalarType::F64, false, false, None).unwrap();
+        assert_eq!(f(t).to_vec::<f64>().unwrap(), f(u).to_vec::<f64>().unwrap(), "{what}: values");
+    };
+    for loaded in [nn::serialize::load_file(&file)?, nn::serialize::load_file_mmap(&file)?] {
+        assert!(loaded.metadata.keys().all(|k| !k.starts_with("__layout__")), "the markers are taken out");
+        // safetensors orders entries by dtype and name, not as given.
+        let sorted = |d: &nn::StateDict| {
+            let mut v: Vec<String> = d.keys().map(str::to_string).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(&loaded.tensors), sorted(&sd), "names");
+        for (k, t) in sd.iter() {
+            let u = loaded.tensors.get(k).unwrap();
+            same(t, u, k);
+            if t.layout() == Layout::SparseCoo {
+                assert_eq!(ops::is_coalesced(u)?, ops::is_coalesced(t)?, "{k}: flag");
+                assert_eq!(ops::_indices(u)?.to_vec::<i64>()?, ops::_indices(t)?.to_vec::<i64>()?, "{k}: pattern");
+            }
+        }
+        let a = loaded.tensors.get("coo").unwrap();
+        assert_eq!((ops::_nnz(a)?, ops::is_coalesced(a)?), (5, false));
+        check("A dense", a);
+        check_coo("A coalesce", loaded.tensors.get("coalesced").unwrap());
+        check("C crow", &ops::crow_indices(loaded.tensors.get("csr").unwrap())?);
+    }
+    // What other readers see: the members as plain tensors, and the markers.
+    let bytes = std::fs::read(&file).unwrap();
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let names: Vec<String> = meta.tensors().into_keys().collect();
+    for n in ["coo::indices", "coo::values", "csr::crow_indices", "csr::col_indices", "csr::values", "dense"] {
+        assert!(names.iter().any(|x| x == n), "{n} in {names:?}");
+    }
+    let markers = meta.metadata().clone().unwrap();
+    assert_eq!(markers.get("__layout__.coo").map(String::as_str), Some("sparse_coo 3,4 uncoalesced"));
+    assert_eq!(markers.get("__layout__.csr").map(String::as_str), Some("sparse_csr 4,5"));
+
+    // A damaged file: an index past the sizes is the constructor's error, not a tensor.
+    let oob = ops::sparse_coo_tensor(
+        &Tensor::from_vec(vec![0i64, 1], &[1, 2])?,
+        &wave(&[2], 1.0, 0.0),
+        &[2],
+        None,
+        None,
+        None,
+        None,
+        None,
+    )?;
+    let bad = dir.join("bad.safetensors");
+    let mut meta = std::collections::HashMap::new();
+    meta.insert("__layout__.s".to_string(), "sparse_coo 1 uncoalesced".to_string());
+    let (i, v) = (ops::_indices(&oob)?, ops::_values(&oob)?);
+    nn::serialize::save_file([("s::indices", &i), ("s::values", &v)], None, &bad)?;
+    // Markers are ours to write: a caller's metadata may not use the prefix.
+    let e = nn::serialize::save_file([("s::indices", &i)], Some(meta.clone()), &bad).expect_err("reserved").to_string();
+    assert!(e.contains("marks sparse tensors"), "{e}");
+    // Written by another writer (safetensors itself), with the marker.
+    let le = |v: Vec<i64>| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let (ib, vb) = (le(i.to_vec::<i64>()?), le(vec![0, 0]));
+    fn view(b: &[u8], shape: Vec<usize>) -> Result<safetensors::tensor::TensorView<'_>> {
+        safetensors::tensor::TensorView::new(safetensors::Dtype::I64, shape, b)
+            .map_err(|e| c10::Error::Io(e.to_string()))
+    }
+    let views = [("s::indices", view(&ib, vec![1, 2])?), ("s::values", view(&vb, vec![2])?)];
+    let raw = safetensors::serialize(views.iter().map(|(n, v)| (n.to_string(), v.clone())), Some(meta)).unwrap();
+    std::fs::write(&bad, raw).unwrap();
+    let e = nn::serialize::load_file(&bad).err().expect("out of bounds").to_string();
+    assert!(e.contains("sparse tensor 's'") && e.contains("size is inconsistent with indices"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    Ok(())
+}
