@@ -2012,7 +2012,7 @@ pub fn mm_sparse(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
 
 /// `mv` with a sparse matrix (COO or CSR): `mm` with the vector as a column, strided.
 pub fn mv_sparse(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
-    if vec.dim() != 1 {
+    if vec.dim() != 1 || self_.dim() != 2 {
         return Err(Error::invalid(
             "mv",
             format!("vector + matrix @ vector expected, got {}, {}, {}", 1, self_.dim(), vec.dim()),
@@ -2199,15 +2199,23 @@ pub fn embedding_sparse_backward(
 
 // ---- compressed rows (CSR) -------------------------------------------------------------------
 
-/// The members of a CSR tensor (no batch dimensions).
+/// The members of a CSR tensor, with `batch` leading batch dimensions (every batch stores the
+/// same number of elements, as PyTorch requires).
 #[derive(Clone, Debug)]
 pub struct Csr {
-    /// `[nrows + 1]` row offsets.
+    /// `[*batch, nrows + 1]` row offsets.
     pub crow: Tensor,
-    /// `[nnz]` column of each stored element, sorted and distinct within a row.
+    /// `[*batch, nnz]` column of each stored element, sorted and distinct within a row.
     pub col: Tensor,
-    /// `[nnz, *dense_sizes]`.
+    /// `[*batch, nnz, *dense_sizes]`.
     pub values: Tensor,
+}
+
+impl Csr {
+    /// The number of batch dimensions.
+    pub fn batch_dims(&self) -> usize {
+        self.crow.dim().saturating_sub(1)
+    }
 }
 
 /// The parts of the CSR tensor `t`, or `op`'s error for another layout.
@@ -2222,7 +2230,8 @@ pub fn csr(op: &str, t: &Tensor) -> Result<Csr> {
 
 /// A CSR tensor over checked members (see [`validate_csr`]).
 pub fn new_csr(sizes: &[i64], crow: &Tensor, col: &Tensor, values: &Tensor) -> Result<Tensor> {
-    let dense_dim = values.dim() as i64 - 1;
+    let batch = crow.dim() as i64 - 1;
+    let dense_dim = values.dim() as i64 - 1 - batch;
     let parts =
         SparseParts { indices: member(crow), col_indices: Some(member(col)), values: member(values), coalesced: true };
     let imp = SparseImpl::new(Layout::SparseCsr, 2, dense_dim, parts);
@@ -2230,7 +2239,8 @@ pub fn new_csr(sizes: &[i64], crow: &Tensor, col: &Tensor, values: &Tensor) -> R
 }
 
 /// PyTorch's checks of compressed-row members (`_validate_sparse_compressed_tensor_args`), in
-/// its order and words, always run (Note [Indices are checked where they are used]).
+/// its order and words, always run (Note [Indices are checked where they are used]); each
+/// batch's offsets and columns are checked on their own.
 fn validate_csr(op: &str, crow: &Tensor, col: &Tensor, values: &Tensor, size: &[i64]) -> Result<()> {
     let bad = |m: &str| Err(Error::invalid(op, m.to_string()));
     if crow.dtype() != col.dtype() || !matches!(crow.dtype(), ScalarType::I64 | ScalarType::I32) {
@@ -2240,64 +2250,88 @@ fn validate_csr(op: &str, crow: &Tensor, col: &Tensor, values: &Tensor, size: &[
             col.dtype().cpp_name()
         ));
     }
-    if crow.dim() != 1 || col.dim() != 1 {
-        return Err(Error::NotImplemented { op: op.into(), msg: "batched compressed tensors".into() });
+    if crow.dim() == 0 {
+        return bad("crow_indices must have dimensionality >= 1 but got 0");
     }
-    if values.dim() == 0 {
-        return bad("values must have at least one dimension (nnz)");
-    }
-    let dense_dim = values.dim() - 1;
-    if size.len() != 2 + dense_dim {
+    if crow.dim() != col.dim() {
         return bad(&format!(
-            "tensor dimensionality must be sum of batch, base, and dense dimensionalities (=0 + 2 + {dense_dim}) but got {}",
+            "crow_indices and col_indices dimensionalities must be equal but got {} and {}, respectively",
+            crow.dim(),
+            col.dim()
+        ));
+    }
+    let b = crow.dim() - 1;
+    if values.dim() < b + 1 {
+        return bad(&format!(
+            "values must have dimensionality > sum of batch and block dimensionalities (={b} + 0) but got {}",
+            values.dim()
+        ));
+    }
+    let dense_dim = values.dim() - 1 - b;
+    if size.len() != b + 2 + dense_dim {
+        return bad(&format!(
+            "tensor dimensionality must be sum of batch, base, and dense dimensionalities (={b} + 2 + {dense_dim}) but got {}",
             size.len()
         ));
     }
     if size.iter().any(|&s| s < 0) {
         return bad(&format!("Trying to create tensor with negative dimension: {size:?}"));
     }
-    let (nrows, ncols) = (size[0], size[1]);
-    if crow.sizes()[0] != nrows + 1 {
+    let batch = &size[..b];
+    if crow.sizes()[..b] != *batch || col.sizes()[..b] != *batch || values.sizes()[..b] != *batch {
+        return bad(&format!(
+            "all batch dimensions of crow_indices (={:?}), col_indices (={:?}), and values (={:?}) must be equal to tensor batch dimensions (={batch:?})",
+            &crow.sizes()[..b],
+            &col.sizes()[..b],
+            &values.sizes()[..b]
+        ));
+    }
+    let (nrows, ncols) = (size[b], size[b + 1]);
+    if crow.sizes()[b] != nrows + 1 {
         return bad(&format!(
             "crow_indices.shape[-1] must be equal to the number of rows + 1 (={}), but got {}",
             nrows + 1,
-            crow.sizes()[0]
+            crow.sizes()[b]
         ));
     }
-    let nnz = values.sizes()[0];
-    if col.sizes()[0] != nnz {
+    let nnz = values.sizes()[b];
+    if col.sizes()[b] != nnz {
         return bad(&format!(
-            "col_indices.shape[-1] must be equal to nnz (={nnz}) as defined by values.shape[0], but got {}",
-            col.sizes()[0]
+            "col_indices.shape[-1] must be equal to nnz (={nnz}) as defined by values.shape[{b}], but got {}",
+            col.sizes()[b]
         ));
     }
-    if values.sizes()[1..] != size[2..] {
+    if values.sizes()[b + 1..] != size[b + 2..] {
         return bad(&format!(
-            "values.shape[1:] must be the dense sizes {:?}, but got {:?}",
-            &size[2..],
-            &values.sizes()[1..]
+            "values.shape[{}:] must be the dense sizes {:?}, but got {:?}",
+            b + 1,
+            &size[b + 2..],
+            &values.sizes()[b + 1..]
         ));
     }
     if crow.device() != values.device() || col.device() != values.device() {
         return bad("crow_indices, col_indices and values must be on the same device");
     }
-    let r = crow.to_vec::<i64>()?;
-    let c = col.to_vec::<i64>()?;
-    if r[0] != 0 {
-        return bad("`crow_indices[..., 0] == 0` is not satisfied.");
-    }
-    if r[nrows as usize] != nnz {
-        return bad("`crow_indices[..., -1] == nnz` is not satisfied.");
-    }
-    if r.windows(2).any(|w| w[1] - w[0] < 0 || w[1] - w[0] > ncols) {
-        return bad("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is not satisfied.");
-    }
-    if c.iter().any(|&x| x < 0 || x >= ncols) {
-        return bad("`0 <= col_indices < ncols` is not satisfied.");
-    }
-    for w in r.windows(2) {
-        if c[w[0] as usize..w[1] as usize].windows(2).any(|p| p[0] >= p[1]) {
-            return bad("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] for all i = 1, ..., nrows are sorted and distinct along the last dimension values` is not satisfied.");
+    let all_r = crow.to_vec::<i64>()?;
+    let all_c = col.to_vec::<i64>()?;
+    let (rn, cn) = (nrows as usize + 1, nnz as usize);
+    for (r, c) in all_r.chunks(rn).zip(all_c.chunks(cn.max(1)).chain(std::iter::repeat(&[][..]))) {
+        if r[0] != 0 {
+            return bad("`crow_indices[..., 0] == 0` is not satisfied.");
+        }
+        if r[nrows as usize] != nnz {
+            return bad("`crow_indices[..., -1] == nnz` is not satisfied.");
+        }
+        if r.windows(2).any(|w| w[1] - w[0] < 0 || w[1] - w[0] > ncols) {
+            return bad("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is not satisfied.");
+        }
+        if c.iter().any(|&x| x < 0 || x >= ncols) {
+            return bad("`0 <= col_indices < ncols` is not satisfied.");
+        }
+        for w in r.windows(2) {
+            if c[w[0] as usize..w[1] as usize].windows(2).any(|p| p[0] >= p[1]) {
+                return bad("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] for all i = 1, ..., nrows are sorted and distinct along the last dimension values` is not satisfied.");
+            }
         }
     }
     Ok(())
@@ -2337,8 +2371,8 @@ pub fn sparse_csr_tensor(
     new_csr(size, &r, &c, &v)
 }
 
-/// `sparse_csr_tensor.crow_col_value(...)`: the number of rows from `crow_indices`, of columns
-/// one past the largest column index.
+/// `sparse_csr_tensor.crow_col_value(...)`: the batch sizes and the number of rows from
+/// `crow_indices`, of columns one past the largest column index.
 #[allow(clippy::too_many_arguments)]
 pub fn sparse_csr_tensor_infer(
     crow_indices: &Tensor,
@@ -2350,16 +2384,19 @@ pub fn sparse_csr_tensor_infer(
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
     let op = "sparse_csr_tensor";
-    if crow_indices.dim() != 1 || col_indices.dim() != 1 || values.dim() == 0 {
-        return Err(Error::NotImplemented { op: op.into(), msg: "batched compressed tensors".into() });
+    let b = crow_indices.dim().saturating_sub(1);
+    if crow_indices.dim() == 0 || col_indices.dim() != crow_indices.dim() || values.dim() < b + 1 {
+        // The full checks word the error.
+        return sparse_csr_tensor(crow_indices, col_indices, values, &[], dtype, layout, device, pin_memory);
     }
-    if crow_indices.numel() == 0 {
+    if crow_indices.sizes()[b] == 0 {
         return Err(Error::invalid(op, "crow_indices must have at least one element (nrows + 1)"));
     }
     let ncols =
         if col_indices.numel() == 0 { 0 } else { col_indices.to_vec::<i64>()?.into_iter().max().unwrap_or(-1) + 1 };
-    let mut size = vec![crow_indices.sizes()[0] - 1, ncols];
-    size.extend_from_slice(&values.sizes()[1..]);
+    let mut size = crow_indices.sizes()[..b].to_vec();
+    size.extend([crow_indices.sizes()[b] - 1, ncols]);
+    size.extend_from_slice(&values.sizes()[b + 1..]);
     sparse_csr_tensor(crow_indices, col_indices, values, &size, dtype, layout, device, pin_memory)
 }
 
@@ -2378,24 +2415,42 @@ pub fn csr_values(self_: &Tensor) -> Result<Tensor> {
     Ok(csr("values", self_)?.values)
 }
 
-/// The COO form of a CSR tensor: one row index per stored element, coalesced (rows in order,
-/// columns sorted within them).
+/// The COO form of a CSR tensor: its batch coordinates and one row index per stored element,
+/// coalesced (batches and rows in order, columns sorted within them); `batch + 2` sparse
+/// dimensions.
 fn csr_to_coo(op: &str, t: &Tensor) -> Result<Tensor> {
     let c = csr(op, t)?;
+    let b = c.batch_dims();
+    let batch = &t.sizes()[..b];
+    let batches = product(op, batch)? as usize;
     let r = c.crow.to_vec::<i64>()?;
-    let nnz = c.values.sizes()[0] as usize;
-    let mut idx = Vec::with_capacity(2 * nnz);
-    for (row, w) in r.windows(2).enumerate() {
-        idx.extend(std::iter::repeat_n(row as i64, (w[1] - w[0]) as usize));
+    let nnz = c.values.sizes()[b] as usize;
+    let total = batches * nnz;
+    let mut idx = Vec::with_capacity((b + 2) * total);
+    // The batch coordinates of each element, one row per batch dimension.
+    for d in 0..b {
+        let inner: usize = batch[d + 1..].iter().product::<i64>() as usize;
+        for i in 0..batches {
+            idx.extend(std::iter::repeat_n((i / inner) as i64 % batch[d], nnz));
+        }
+    }
+    for offsets in r.chunks(t.sizes()[b] as usize + 1) {
+        for (row, w) in offsets.windows(2).enumerate() {
+            idx.extend(std::iter::repeat_n(row as i64, (w[1] - w[0]) as usize));
+        }
     }
     idx.extend(c.col.to_vec::<i64>()?);
-    let indices = long_tensor(idx, &[2, nnz as i64], t.device())?;
-    new_coo(t.sizes(), &indices, &c.values, true)
+    let indices = long_tensor(idx, &[b as i64 + 2, total as i64], t.device())?;
+    let mut vshape = vec![total as i64];
+    vshape.extend_from_slice(&c.values.sizes()[b + 1..]);
+    new_coo(t.sizes(), &indices, &ops::reshape(&c.values, &vshape)?, true)
 }
 
-/// `_to_sparse.sparse_dim` of a CSR tensor: its COO form (two sparse dimensions).
+/// `_to_sparse.sparse_dim` of a CSR tensor: its COO form (two sparse dimensions, and the
+/// batch dimensions).
 pub fn csr_to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
-    if sparse_dim != 2 {
+    let b = csr("to_sparse", self_)?.batch_dims() as i64;
+    if sparse_dim != 2 + b {
         return Err(Error::invalid(
             "to_sparse",
             format!("to_sparse: conversion from SparseCsr to Sparse with sparse_dim argument {sparse_dim} != 2 is not supported"),
@@ -2409,8 +2464,9 @@ pub fn csr_to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Opti
     _to_dense(&csr_to_coo("to_dense", self_)?, dtype, masked_grad)
 }
 
-/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` of a strided or COO tensor
-/// with two sparse dimensions: the coalesced COO form's rows counted into offsets.
+/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` of a strided or COO tensor:
+/// the coalesced COO form's rows counted into offsets. Sparse dimensions before the last two
+/// are batch dimensions, each batch storing the same number of elements (PyTorch's rule).
 pub fn to_sparse_csr_impl(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     let op = "to_sparse_csr";
     if self_.layout() == Layout::SparseCsr {
@@ -2420,31 +2476,56 @@ pub fn to_sparse_csr_impl(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tens
     let s = match self_.layout() {
         Layout::SparseCoo => ops::coalesce(self_)?,
         _ => {
-            if self_.dim() as i64 != 2 + dd {
+            if (self_.dim() as i64) < 2 + dd || dd < 0 {
                 return Err(Error::invalid(
                     op,
                     format!(
-                        "to_sparse_csr: expected a {}-d tensor (2 sparse dimensions and {dd} dense), got {}-d",
+                        "to_sparse_csr: expected at least {} dimensions (2 sparse dimensions and {dd} dense), got {}-d",
                         2 + dd,
                         self_.dim()
                     ),
                 ));
             }
-            ops::_to_sparse(self_, 2)?
+            ops::_to_sparse(self_, self_.dim() as i64 - dd)?
         }
     };
     let c = coo(op, &s)?;
-    if c.sparse_dim != 2 {
+    if c.sparse_dim < 2 {
         return Err(Error::invalid(op, format!("to_sparse_csr: expected 2 sparse dimensions, got {}", c.sparse_dim)));
     }
+    let b = c.sparse_dim - 2;
+    let sizes = s.sizes();
+    let batches = product(op, &sizes[..b])? as usize;
     let nnz = c.nnz() as usize;
     let idx = host_indices(&c.indices)?;
-    let nrows = s.sizes()[0] as usize;
-    let crow = row_offsets(&idx[..nnz], nrows);
+    // Each element's batch (row-major over the batch dims); coalesced, so batches are in order.
+    let mut batch_of = vec![0usize; nnz];
+    for d in 0..b {
+        for (k, bo) in batch_of.iter_mut().enumerate() {
+            *bo = *bo * sizes[d] as usize + idx[d * nnz + k] as usize;
+        }
+    }
+    let per = nnz.checked_div(batches).unwrap_or(0);
+    let mut counts = vec![0usize; batches];
+    for &bo in &batch_of {
+        counts[bo] += 1;
+    }
+    if counts.iter().any(|&n| n != per) {
+        return Err(Error::invalid(op, "Expect the same number of specified elements per batch."));
+    }
+    let nrows = sizes[b] as usize;
+    let rows = &idx[b * nnz..(b + 1) * nnz];
+    let mut crow = Vec::with_capacity(batches * (nrows + 1));
+    for i in 0..batches {
+        crow.extend(row_offsets(&rows[i * per..(i + 1) * per], nrows));
+    }
     let dev = s.device();
-    let crow = long_tensor(crow, &[nrows as i64 + 1], dev)?;
-    let col = long_tensor(idx[nnz..].to_vec(), &[nnz as i64], dev)?;
-    new_csr(s.sizes(), &crow, &col, &c.values)
+    let lead = &sizes[..b];
+    let crow = long_tensor(crow, &[lead, &[nrows as i64 + 1]].concat(), dev)?;
+    let col = long_tensor(idx[(b + 1) * nnz..].to_vec(), &[lead, &[per as i64]].concat(), dev)?;
+    let mut vshape = [lead, &[per as i64]].concat();
+    vshape.extend_from_slice(&c.values.sizes()[1..]);
+    new_csr(sizes, &crow, &col, &ops::reshape(&c.values, &vshape)?)
 }
 
 /// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor`.
@@ -2481,11 +2562,9 @@ pub fn csr_add_(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor>
 /// `sparse_csr @ dense` into a new `[rows, cols]` tensor: each row's stored elements in order
 /// (the rows are already grouped, so the loop of [`spmm_rows`] runs on the offsets directly).
 fn csr_spmm(op: &str, s: &Tensor, c: &Csr, d: &Tensor) -> Result<Tensor> {
-    if c.values.dim() != 1 {
-        return Err(Error::invalid(
-            op,
-            format!("{op}: matrices expected, got a hybrid CSR tensor (dense_dim {})", c.values.dim() - 1),
-        ));
+    if s.dim() != 2 {
+        // Batched or hybrid: PyTorch's CPU kernels take neither.
+        return Err(Error::invalid(op, format!("addmm: self must be a matrix, got {}-D tensor", s.dim())));
     }
     check_matrix_product(op, s, d)?;
     if let Some(run) = device_spmm(d) {

@@ -222,6 +222,28 @@ show("D + C", wave([4, 5], 0.1, 0.1) + C)
 show("C * 2", C * 2)
 show("C sum", torch.sum(C))
 
+# Batched CSR (two batches of [3, 4], four elements each) and hybrid CSR (a dense dim of 2).
+ar = torch.arange(2 * 3 * 4).reshape(2, 3, 4)
+BD = wave([2, 3, 4], 0.35, 0.15).masked_fill((ar // 12 + ar // 4 % 3 + ar % 4) % 3 != 0, 0)
+BC = BD.to_sparse_csr()
+show("BC crow", BC.crow_indices().to(torch.float64))
+show("BC col", BC.col_indices().to(torch.float64))
+show("BC values", BC.values())
+show("BC dense", BC)
+show_coo("BC to_sparse", BC.to_sparse())
+show("BC * 2", BC * 2)
+show("BC + BC", BC + BC)
+show("BC sum", torch.sum(BC))
+BCI = torch.sparse_csr_tensor(BC.crow_indices(), BC.col_indices(), BC.values())
+show("BC inferred dense", BCI)
+HD = wave([3, 4, 2], 0.55, 0.25).masked_fill((torch.arange(12).reshape(3, 4, 1) % 5 != 1), 0)
+HC = HD.to_sparse_csr(dense_dim=1)
+show("HC crow", HC.crow_indices().to(torch.float64))
+show("HC col", HC.col_indices().to(torch.float64))
+show("HC values", HC.values())
+show("HC dense", HC)
+show_coo("HC to_sparse", HC.to_sparse())
+
 # A torch.save file with sparse tensors (nn/tests/nn/pt/sparse.pt), loaded by sparse.rs.
 import os  # noqa: E402
 

@@ -844,3 +844,112 @@ fn sparse_tensors_round_trip_through_state_dict_files() -> Result<()> {
     std::fs::remove_dir_all(&dir).unwrap();
     Ok(())
 }
+
+/// Batched CSR (`[*batch, nrows + 1]` offsets, every batch storing the same number of
+/// elements) and hybrid CSR (dense dimensions in the values), against PyTorch: conversion both
+/// ways, members, arithmetic, the size inferred from members; PyTorch's refusals in its words.
+#[test]
+fn batched_and_hybrid_csr_match_pytorch() -> Result<()> {
+    let ar: Vec<i64> = (0..24).collect();
+    let keep: Vec<bool> = ar.iter().map(|&i| (i / 12 + i / 4 % 3 + i % 4) % 3 == 0).collect();
+    let w = wave(&[2, 3, 4], 0.35, 0.15).to_vec::<f64>()?;
+    let bd = Tensor::from_vec(w.iter().zip(&keep).map(|(&x, &k)| if k { x } else { 0.0 }).collect(), &[2, 3, 4])?;
+    let bc = ops::to_sparse_csr(&bd, None)?;
+    assert_eq!(
+        (bc.layout(), ops::_nnz(&bc)?, ops::sparse_dim(&bc)?, ops::dense_dim(&bc)?),
+        (Layout::SparseCsr, 4, 2, 0)
+    );
+    check("BC crow", &ops::crow_indices(&bc)?);
+    check("BC col", &ops::col_indices(&bc)?);
+    check("BC values", &ops::values(&bc)?);
+    check("BC dense", &bc);
+    let coo_form = ops::to_sparse(&bc, 3)?;
+    check_coo("BC to_sparse", &coo_form);
+    check("BC * 2", &ops::mul_scalar(&bc, Scalar::Int(2))?);
+    let twice = ops::add(&bc, &bc, Scalar::Int(1))?;
+    assert_eq!(twice.layout(), Layout::SparseCsr);
+    check("BC + BC", &twice);
+    check("BC sum", &ops::sum(&bc, None)?);
+    // The COO form back to CSR, and the size inferred from the members.
+    check("BC dense", &ops::to_sparse_csr(&coo_form, None)?);
+    let inferred = ops::sparse_csr_tensor_crow_col_value(
+        &ops::crow_indices(&bc)?,
+        &ops::col_indices(&bc)?,
+        &ops::values(&bc)?,
+        None,
+        None,
+        None,
+        None,
+    )?;
+    assert_eq!(inferred.sizes(), &[2, 3, 4]);
+    check("BC inferred dense", &inferred);
+
+    let hw = wave(&[3, 4, 2], 0.55, 0.25).to_vec::<f64>()?;
+    let hd = Tensor::from_vec(
+        hw.iter().enumerate().map(|(i, &x)| if (i / 2) % 5 == 1 { x } else { 0.0 }).collect(),
+        &[3, 4, 2],
+    )?;
+    let hc = ops::to_sparse_csr(&hd, Some(1))?;
+    assert_eq!((ops::_nnz(&hc)?, ops::dense_dim(&hc)?), (3, 1));
+    check("HC crow", &ops::crow_indices(&hc)?);
+    check("HC col", &ops::col_indices(&hc)?);
+    check("HC values", &ops::values(&hc)?);
+    check("HC dense", &hc);
+    check_coo("HC to_sparse", &ops::to_sparse(&hc, 2)?);
+
+    // PyTorch's refusals.
+    let uneven = Tensor::from_vec(vec![1.0f64, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0], &[2, 2, 2])?;
+    let e = ops::to_sparse_csr(&uneven, None).expect_err("uneven batches").to_string();
+    assert!(e.contains("Expect the same number of specified elements per batch."), "{e}");
+    let e = ops::mm(&bc, &wave(&[4, 2], 0.3, 0.1)).expect_err("batched mm").to_string();
+    assert!(e.contains("addmm: self must be a matrix, got 3-D tensor"), "{e}");
+    let e = ops::mv(&hc, &wave(&[4], 0.3, 0.1)).expect_err("hybrid mv").to_string();
+    assert!(e.contains("vector + matrix @ vector expected, got 1, 3, 1"), "{e}");
+    let t = |v: Vec<i64>, shape: &[i64]| Tensor::from_vec(v, shape).unwrap();
+    let e = ops::sparse_csr_tensor(
+        &t(vec![0, 1, 0, 1], &[2, 2]),
+        &t(vec![0, 0, 0], &[3, 1]),
+        &wave(&[2, 1], 1.0, 0.0),
+        &[2, 1, 1],
+        None,
+        None,
+        None,
+        None,
+    )
+    .expect_err("batch sizes")
+    .to_string();
+    assert!(
+        e.contains("all batch dimensions of crow_indices (=[2]), col_indices (=[3]), and values (=[2]) must be equal to tensor batch dimensions (=[2])"),
+        "{e}"
+    );
+    let e = ops::sparse_csr_tensor(
+        &t(vec![0, 1, 0, 2], &[2, 2]),
+        &t(vec![0, 0, 1, 0], &[2, 2]),
+        &wave(&[2, 2], 1.0, 0.0),
+        &[2, 1, 2],
+        None,
+        None,
+        None,
+        None,
+    )
+    .expect_err("batch 0's offsets end at 1 of 2")
+    .to_string();
+    assert!(e.contains("`crow_indices[..., -1] == nnz` is not satisfied."), "{e}");
+    let e = ops::sparse_csr_tensor(
+        &t(vec![0, 1, 0, 1], &[2, 2]),
+        &t(vec![0, 0], &[2, 1]),
+        &wave(&[2], 1.0, 0.0),
+        &[2, 1, 1],
+        None,
+        None,
+        None,
+        None,
+    )
+    .expect_err("values dims")
+    .to_string();
+    assert!(
+        e.contains("values must have dimensionality > sum of batch and block dimensionalities (=1 + 0) but got 1"),
+        "{e}"
+    );
+    Ok(())
+}
