@@ -130,3 +130,41 @@ def test_sparse_gradients_are_refused_where_pytorch_refuses_them(pytorch):
     bag = torch.nn.EmbeddingBag(10, 4, mode="mean", sparse=True)
     bag(torch.tensor([[1, 2], [2, 3]])).sum().backward()
     assert bag.weight.grad.is_sparse
+
+
+def test_norms_and_clipping_take_sparse_gradients(pytorch):
+    s, p = _coo(torch), _coo(pytorch)
+    for order in [2.0, 1.0, float("inf"), 0.0]:
+        _close(s.norm(order), p.norm(order))
+        _close(torch.linalg.vector_norm(s, order), pytorch.linalg.vector_norm(p, order))
+
+    def run(lib):
+        emb = lib.nn.Embedding(10, 4, sparse=True).double()
+        with lib.no_grad():
+            emb.weight.copy_(_wave(lib, [10, 4], 1.3, 0.1))
+        (emb(lib.tensor([1, 3, 3, 0])) * _wave(lib, [4, 4], 0.5, 0.2)).sum().backward()
+        total = lib.nn.utils.clip_grad_norm_(emb.parameters(), 0.5)
+        return total, emb.weight.grad
+
+    (total, g), (ptotal, pg) = run(torch), run(pytorch)
+    _close(total, ptotal)
+    assert g.is_sparse and g._indices().tolist() == pg._indices().tolist()
+    _close(g._values(), pg._values())
+
+
+def test_batched_and_hybrid_csr_match(pytorch):
+    def batched(lib):
+        ar = lib.arange(24).reshape(2, 3, 4)
+        return _wave(lib, [2, 3, 4], 0.35, 0.15).masked_fill((ar // 12 + ar // 4 % 3 + ar % 4) % 3 != 0, 0)
+
+    b, pb = batched(torch).to_sparse_csr(), batched(pytorch).to_sparse_csr()
+    assert b.crow_indices().tolist() == pb.crow_indices().tolist()
+    assert b.col_indices().tolist() == pb.col_indices().tolist()
+    assert (b._nnz(), b.dense_dim()) == (pb._nnz(), pb.dense_dim())
+    _close(b.to_dense(), pb.to_dense())
+    assert b.to_sparse()._indices().tolist() == pb.to_sparse()._indices().tolist()
+    h, ph = _wave(torch, [3, 4, 2]).to_sparse_csr(dense_dim=1), _wave(pytorch, [3, 4, 2]).to_sparse_csr(dense_dim=1)
+    assert (h.crow_indices().tolist(), h.dense_dim()) == (ph.crow_indices().tolist(), ph.dense_dim())
+    _close(h.values(), ph.values())
+    with pytest.raises(RuntimeError, match="Expect the same number of specified elements per batch."):
+        torch.tensor([[[1.0, 0.0]], [[1.0, 1.0]]]).to_sparse_csr()
