@@ -1079,3 +1079,108 @@ fn grouping_runs_on_the_device_and_matches_the_cpu() {
             .unwrap();
     assert_close(&got.cpu().unwrap(), &ops::index_add(&base, 0, &ix, &src, Scalar::Int(2)).unwrap(), 1e-5, "index_add");
 }
+
+/// Norms on the device (`norm`, `linalg.vector_norm`) from the device's operators, every order
+/// PyTorch's kernels special-case and a general one, over all dims and some, against the CPU's
+/// float64 rows; the 16-bit floats accumulate in float32.
+#[test]
+fn norms_run_on_the_device_and_match_the_cpu() {
+    setup();
+    for (dt, rel) in
+        [(ScalarType::F32, 1e-5), (ScalarType::F64, 1e-12), (ScalarType::F16, 2e-3), (ScalarType::BF16, 1e-2)]
+    {
+        let x = sample(&[3, 4, 5], dt, 3);
+        let g = x.cuda_on(0).unwrap();
+        for p in [2.0, 1.0, 3.0, 0.5, f64::INFINITY, f64::NEG_INFINITY, 0.0] {
+            for (dims, keepdim) in [(vec![], false), (vec![1], false), (vec![0, -1], true)] {
+                let what = format!("norm {dt} p {p} dims {dims:?} keepdim {keepdim}");
+                let got = ops::norm_scalaropt_dim(&g, Some(Scalar::Float(p)), &dims, keepdim).unwrap();
+                let want = ops::norm_scalaropt_dim(&x, Some(Scalar::Float(p)), &dims, keepdim).unwrap();
+                assert_eq!(got.device(), GPU, "{what}");
+                assert_close(&got.cpu().unwrap(), &want, rel, &what);
+            }
+        }
+        let got = ops::linalg_vector_norm(&g, Scalar::Float(2.0), None, false, Some(ScalarType::F64)).unwrap();
+        assert_eq!((got.device(), got.dtype()), (GPU, ScalarType::F64));
+        let want = ops::linalg_vector_norm(&x, Scalar::Float(2.0), None, false, Some(ScalarType::F64)).unwrap();
+        assert_close(&got.cpu().unwrap(), &want, rel, &format!("vector_norm {dt} as float64"));
+    }
+    // Closed forms: [3, -4] has 2-norm 5, 1-norm 7, inf-norm 4, 0-norm 2.
+    let v = Tensor::from_slice(&[3.0f32, -4.0, 0.0]).cuda_on(0).unwrap();
+    for (p, want) in [(2.0, 5.0), (1.0, 7.0), (f64::INFINITY, 4.0), (0.0, 2.0), (f64::NEG_INFINITY, 0.0)] {
+        let got = ops::norm(&v, Scalar::Float(p)).unwrap().cpu().unwrap().item::<f64>().unwrap();
+        assert!((got - want).abs() <= 1e-5 * want.max(1.0), "p {p}: {got} vs {want}");
+    }
+    let scalar = Tensor::from_vec(vec![-2.5f32], &[]).unwrap().cuda_on(0).unwrap();
+    let n = ops::norm_scalaropt_dim(&scalar, None, &[0], false).unwrap();
+    assert_eq!((n.dim(), n.cpu().unwrap().item::<f32>().unwrap()), (0, 2.5));
+    let empty = ops::narrow(&v, 0, 0, 0).unwrap();
+    let e = ops::norm(&empty, Scalar::Float(f64::NEG_INFINITY)).unwrap_err().to_string();
+    assert!(e.contains("cannot compute the -inf norm on an empty tensor"), "{e}");
+}
+
+/// `cat` and `stack` on the device: slices of one new device tensor written by the device's
+/// copies, with PyTorch's dtype promotion and the legacy empty `[0]` operands skipped.
+#[test]
+fn cat_and_stack_run_on_the_device_and_match_the_cpu() {
+    setup();
+    let a = sample(&[2, 3], ScalarType::F32, 1);
+    let b = sample(&[2, 2], ScalarType::F64, 2);
+    let c = sample(&[1, 3], ScalarType::F32, 3);
+    let (ga, gb, gc) = (a.cuda_on(0).unwrap(), b.cuda_on(0).unwrap(), c.cuda_on(0).unwrap());
+    assert_on_device_eq(
+        &ops::cat(&[ga.clone(), gb.clone()], 1).unwrap(),
+        &ops::cat(&[a.clone(), b.clone()], 1).unwrap(),
+        "cat dim 1, promoted",
+    );
+    assert_on_device_eq(
+        &ops::cat(&[ga.clone(), gc.clone()], -2).unwrap(),
+        &ops::cat(&[a.clone(), c.clone()], -2).unwrap(),
+        "cat dim 0",
+    );
+    let legacy = Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap().cuda_on(0).unwrap();
+    assert_on_device_eq(&ops::cat(&[legacy, ga.clone()], 0).unwrap(), &a, "an empty [0] operand is skipped");
+    let t = ops::t(&ga).unwrap();
+    assert_on_device_eq(
+        &ops::stack(&[t.clone(), t], 1).unwrap(),
+        &ops::stack(&[ops::t(&a).unwrap(), ops::t(&a).unwrap()], 1).unwrap(),
+        "stack of transposed views",
+    );
+    let out = ops::empty(&[3, 3], Some(ScalarType::F32), None, Some(GPU), None, None).unwrap();
+    ops::cat_out(&[ga.clone(), gc.clone()], 0, &out).unwrap();
+    assert_on_device_eq(&out, &ops::cat(&[a.clone(), c.clone()], 0).unwrap(), "cat.out");
+    assert!(matches!(ops::cat(&[ga, c], 0).unwrap_err(), Error::DeviceMismatch { .. }));
+}
+
+/// `clamp`, `clamp_min` and `clamp_max` (scalar and tensor bounds, in place and out=) on the
+/// device from its `maximum`/`minimum` kernels, against the CPU; NaN propagates.
+#[test]
+fn clamps_run_on_the_device_and_match_the_cpu() {
+    setup();
+    let mut v = values(&sample(&[4, 5], ScalarType::F64, 2));
+    v[3] = f64::NAN;
+    let x = ops::_to_copy(&Tensor::from_vec(v, &[4, 5]).unwrap(), Some(ScalarType::F32), None, None, None, false, None)
+        .unwrap();
+    let g = x.cuda_on(0).unwrap();
+    let (lo, hi) = (Scalar::Float(-1.5), Scalar::Float(2.0));
+    assert_on_device_eq(
+        &ops::clamp(&g, Some(lo), Some(hi)).unwrap(),
+        &ops::clamp(&x, Some(lo), Some(hi)).unwrap(),
+        "clamp",
+    );
+    assert_on_device_eq(&ops::clamp_min(&g, lo).unwrap(), &ops::clamp_min(&x, lo).unwrap(), "clamp_min");
+    assert_on_device_eq(&ops::clamp_max(&g, hi).unwrap(), &ops::clamp_max(&x, hi).unwrap(), "clamp_max");
+    let (tl, th) = (sample(&[5], ScalarType::F32, 7), sample(&[4, 1], ScalarType::F32, 9));
+    assert_on_device_eq(
+        &ops::clamp_tensor(&g, Some(&tl.cuda_on(0).unwrap()), Some(&th.cuda_on(0).unwrap())).unwrap(),
+        &ops::clamp_tensor(&x, Some(&tl), Some(&th)).unwrap(),
+        "clamp with broadcast tensor bounds",
+    );
+    let h = ops::clone(&g, None).unwrap();
+    ops::clamp_(&h, None, Some(hi)).unwrap();
+    assert_on_device_eq(&h, &ops::clamp_max(&x, hi).unwrap(), "clamp_ in place");
+    let y = ops::clamp(&g, Some(hi), Some(lo)).unwrap().cpu().unwrap();
+    let got = values(&y);
+    assert!(got[3].is_nan(), "NaN propagates");
+    assert!(got.iter().enumerate().all(|(i, &v)| i == 3 || v == -1.5), "min > max gives max everywhere");
+}

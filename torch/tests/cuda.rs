@@ -223,3 +223,39 @@ fn embedding_bag_computes_on_the_tables_device_or_refuses() {
         }
     }
 }
+
+/// `clip_grad_norm_` over gradients on the device: the total norm and the clipped gradients
+/// stay there and equal the CPU's.
+#[test]
+fn gradient_clipping_runs_on_the_device() {
+    let gpu = setup();
+    let grads = [vec![3.0f32, -4.0, 1.0, 0.5], vec![2.0f32, -1.0]];
+    let run = |d: Device, norm_type: f64| {
+        let params: Vec<torch::nn::Parameter> = grads
+            .iter()
+            .map(|g| {
+                let p = torch::nn::Parameter::new(Tensor::from_slice(g).to_device(d).unwrap()).unwrap();
+                p.set_grad(Some(Tensor::from_slice(g).to_device(d).unwrap())).unwrap();
+                p
+            })
+            .collect();
+        let total = torch::optim::clip_grad_norm_(&params, 1.0, norm_type, false).unwrap();
+        assert_eq!(total.device(), d);
+        let clipped: Vec<Vec<f32>> =
+            params.iter().map(|p| p.grad().unwrap().cpu().unwrap().to_vec::<f32>().unwrap()).collect();
+        (total.cpu().unwrap().item::<f32>().unwrap(), clipped)
+    };
+    for norm_type in [2.0, f64::INFINITY] {
+        let (cpu_total, cpu_grads) = run(Device::CPU, norm_type);
+        let (gpu_total, gpu_grads) = run(gpu, norm_type);
+        assert!((cpu_total - gpu_total).abs() <= 1e-5 * cpu_total, "{norm_type}: {gpu_total} vs {cpu_total}");
+        for (g, c) in gpu_grads.iter().flatten().zip(cpu_grads.iter().flatten()) {
+            assert!((g - c).abs() <= 1e-6, "{norm_type}: {g} vs {c}");
+        }
+    }
+    // Closed form: the total 2-norm is sqrt(31.25), and every gradient is scaled by 1 / it.
+    let (total, clipped) = run(gpu, 2.0);
+    let want = 31.25f32.sqrt();
+    assert!((total - want).abs() <= 1e-5, "{total} vs {want}");
+    assert!((clipped[0][1] - -4.0 / (want + 1e-6)).abs() <= 1e-6, "{}", clipped[0][1]);
+}

@@ -40,6 +40,9 @@ fn norm_impl(t: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool, dtype: O
         ));
     }
     let p = p.map_or(2.0, |s| s.to_f64());
+    if !t.device().is_cpu() && !t.device().is_meta() {
+        return norm_on_device(t, p, dim, keepdim, out_dtype);
+    }
     let n = t.dim();
     let mut red = vec![dim.is_empty(); n];
     for &d in dim {
@@ -73,6 +76,55 @@ fn norm_impl(t: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool, dtype: O
     let shape: Vec<i64> =
         (0..n).filter_map(|d| if red[d] { keepdim.then_some(1) } else { Some(t.sizes()[d]) }).collect();
     crate::native::copy::to_dtype(&Tensor::from_vec(out, &shape)?, out_dtype)
+}
+
+/// A norm on a device, from the device's operators: `|x|` summed (p = 1), squares summed then
+/// square-rooted (2), the largest or smallest `|x|` (±inf), the count of non-zeros (0), and
+/// otherwise `exp(log(sum(exp(p log|x|))) / p)` (there is no `pow` kernel; `0^p` comes out as 0
+/// for p > 0 and inf for p < 0, as it should). The 16-bit floats are computed in float32, as
+/// PyTorch's CUDA kernels accumulate them, and the result converted to `out_dtype`.
+fn norm_on_device(t: &Tensor, p: f64, dim: &[i64], keepdim: bool, out_dtype: ScalarType) -> Result<Tensor> {
+    use crate::ops;
+    let n = t.dim();
+    let mut dims: Vec<i64> = Vec::with_capacity(dim.len());
+    for &d in dim {
+        let w = wrap_dim("norm", d, n)? as i64;
+        if dims.contains(&w) && n > 0 {
+            return Err(Error::invalid("norm", format!("dim {w} appears multiple times in the list of dims")));
+        }
+        dims.push(w);
+    }
+    if n == 0 {
+        dims.clear(); // dim 0 of a scalar is the whole of it
+    }
+    let reduced: i64 = if dims.is_empty() { t.numel() } else { dims.iter().map(|&d| t.sizes()[d as usize]).product() };
+    if reduced == 0 && p < 0.0 {
+        return Err(Error::invalid(
+            "norm",
+            "linalg.vector_norm cannot compute the -inf norm on an empty tensor because the operation does not have an identity",
+        ));
+    }
+    let acc = match t.dtype() {
+        ScalarType::F16 | ScalarType::BF16 => ScalarType::F32,
+        d => d,
+    };
+    let x = ops::abs(&ops::to(t, acc, false, false, None)?)?;
+    let sum = |v: &Tensor| ops::sum_dim_intlist(v, Some(&dims), keepdim, None);
+    let r = if p == 1.0 {
+        sum(&x)?
+    } else if p == 2.0 {
+        ops::sqrt(&sum(&ops::mul(&x, &x)?)?)?
+    } else if p == f64::INFINITY {
+        ops::amax(&x, &dims, keepdim)?
+    } else if p == f64::NEG_INFINITY {
+        ops::amin(&x, &dims, keepdim)?
+    } else if p == 0.0 {
+        sum(&ops::to(&ops::ne_scalar(&x, Scalar::Int(0))?, acc, false, false, None)?)?
+    } else {
+        let powered = ops::exp(&ops::mul_scalar(&ops::log(&x)?, Scalar::Float(p))?)?;
+        ops::exp(&ops::mul_scalar(&ops::log(&sum(&powered)?)?, Scalar::Float(1.0 / p))?)?
+    };
+    crate::native::copy::to_dtype(&r, out_dtype)
 }
 
 /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor`

@@ -341,6 +341,9 @@ pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result
     if min.is_none() && max.is_none() {
         return Err(Error::invalid("clamp", "At least one of 'min' or 'max' must not be None"));
     }
+    if on_device(self_) {
+        return clamp_scalar_impl("clamp", None, self_, min, max);
+    }
     let (lo, hi) = (min.map(|s| s.to_f64()), max.map(|s| s.to_f64()));
     let iter = unary_iter("clamp", self_, false)?;
     c10::dispatch_all_types!(iter.common_dtype(), T => {
@@ -558,6 +561,31 @@ fn clamp_value<T: Element>(x: T, lo: Option<T>, hi: Option<T>) -> T {
     v
 }
 
+/// Whether `t` lives on a device whose loops are not the CPU's (and not the meta device's).
+fn on_device(t: &Tensor) -> bool {
+    !t.device().is_cpu() && !t.device().is_meta()
+}
+
+/// `clamp` on a device, from its `maximum` and `minimum` kernels (a NaN in `a` or a bound
+/// propagates, as PyTorch's clamp; with `lo > hi` every element becomes `hi`), written into
+/// `out` when given.
+fn clamp_on_device(out: Option<&Tensor>, a: &Tensor, lo: Option<Tensor>, hi: Option<Tensor>) -> Result<Tensor> {
+    let mut r = a.clone();
+    if let Some(l) = lo {
+        r = crate::ops::maximum(&r, &l)?;
+    }
+    if let Some(h) = hi {
+        r = crate::ops::minimum(&r, &h)?;
+    }
+    match out {
+        Some(o) => {
+            crate::native::copy::copy_into(o, &r)?;
+            Ok(o.clone())
+        }
+        None => Ok(r),
+    }
+}
+
 fn clamp_tensor_impl(
     op: &'static str,
     out: Option<&Tensor>,
@@ -565,6 +593,9 @@ fn clamp_tensor_impl(
     min: Option<&Tensor>,
     max: Option<&Tensor>,
 ) -> Result<Tensor> {
+    if on_device(a) && (min.is_some() || max.is_some()) {
+        return clamp_on_device(out, a, min.cloned(), max.cloned());
+    }
     let mut cfg = TensorIteratorConfig::new(op).add_output(out).add_input(a);
     match (min, max) {
         (None, None) => {
@@ -593,6 +624,10 @@ fn clamp_scalar_impl(
 ) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
         return Err(Error::invalid(op, "torch.clamp: At least one of 'min' or 'max' must not be None"));
+    }
+    if on_device(a) {
+        let bound = |s: Scalar| crate::ops::full(&[], s, Some(a.dtype()), None, Some(a.device()), None);
+        return clamp_on_device(out, a, min.map(bound).transpose()?, max.map(bound).transpose()?);
     }
     let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
     c10::dispatch_all_types!(iter.common_dtype(), T => {

@@ -7,7 +7,8 @@
 //! that are CUDA's own live in this module's submodules.
 
 pub use aten::native::{
-    binary, compare, complex, factory, indexing, linalg, pointwise, random, reduce, shape, shape_ops, sort, unary,
+    binary, compare, complex, factory, indexing, join, linalg, norm, pointwise, random, reduce, shape, shape_ops, sort,
+    unary,
 };
 
 pub mod copy;
