@@ -820,8 +820,9 @@ pub fn multilabel_margin_loss(input: &Tensor, target: &Tensor, reduction_: i64) 
             is_target[i * cu + label as usize] = 1.0;
         }
     }
+    // Built on the host, used on the input's device.
     let to = |v: Vec<f64>| -> Result<Tensor> {
-        crate::native::copy::to_dtype(&Tensor::from_vec(v, &[n as i64, c])?, x.dtype())
+        crate::native::copy::to_dtype(&Tensor::from_vec(v, &[n as i64, c])?, x.dtype())?.to_device(x.device())
     };
     let (listed, others) = (to(listed)?, ops::rsub(&to(is_target)?, Scalar::Int(1), Scalar::Int(1))?);
     // [N, C(j), C(k)]: max(0, 1 - x_j + x_k), weighted by listed_j * others_k.
