@@ -212,6 +212,9 @@ fn assemble_sparse(tensors: StateDict, metadata: &mut HashMap<String, String>, p
     let mut out = StateDict::new();
     for (name, t) in tensors.iter() {
         match owner(name, &markers) {
+            None if markers.contains_key(name) => {
+                return Err(io_err(path, format!("'{name}' is both a plain entry and a sparse tensor's marker")));
+            }
             None => out.insert(name, t.clone()),
             Some(n) if !out.contains_key(n) => {
                 let sparse = rebuild_sparse(n, &markers[n], &tensors)

@@ -841,6 +841,15 @@ fn sparse_tensors_round_trip_through_state_dict_files() -> Result<()> {
     std::fs::write(&bad, raw).unwrap();
     let e = nn::serialize::load_file(&bad).err().expect("out of bounds").to_string();
     assert!(e.contains("sparse tensor 's'") && e.contains("size is inconsistent with indices"), "{e}");
+    // A plain entry under a marked name would hide the sparse tensor: an error, not a pick.
+    let mut meta = std::collections::HashMap::new();
+    meta.insert("__layout__.s".to_string(), "sparse_coo 1 uncoalesced".to_string());
+    let views =
+        [("s", view(&vb, vec![2])?), ("s::indices", view(&ib, vec![1, 2])?), ("s::values", view(&vb, vec![2])?)];
+    let raw = safetensors::serialize(views.iter().map(|(n, v)| (n.to_string(), v.clone())), Some(meta)).unwrap();
+    std::fs::write(&bad, raw).unwrap();
+    let e = nn::serialize::load_file(&bad).err().expect("ambiguous").to_string();
+    assert!(e.contains("'s' is both a plain entry and a sparse tensor's marker"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
     Ok(())
 }
