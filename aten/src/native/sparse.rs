@@ -74,6 +74,9 @@ fn member(t: &Tensor) -> Arc<TensorImpl> {
 /// A COO tensor of `sizes` over `indices` and `values`, unchecked (PyTorch's
 /// `_sparse_coo_tensor_unsafe`): for kernels whose indices are right by construction.
 pub fn new_coo(sizes: &[i64], indices: &Tensor, values: &Tensor, coalesced: bool) -> Result<Tensor> {
+    // A tensor's element count must fit in int64, sparse or not (an error, not TensorImpl's
+    // assertion, for sizes read from a file or a caller).
+    c10::size::numel("sparse_coo_tensor", sizes)?;
     let sparse_dim = indices.sizes()[0];
     let dense_dim = values.dim() as i64 - 1;
     debug_assert_eq!(sparse_dim + dense_dim, sizes.len() as i64);
@@ -2230,6 +2233,7 @@ pub fn csr(op: &str, t: &Tensor) -> Result<Csr> {
 
 /// A CSR tensor over checked members (see [`validate_csr`]).
 pub fn new_csr(sizes: &[i64], crow: &Tensor, col: &Tensor, values: &Tensor) -> Result<Tensor> {
+    c10::size::numel("sparse_csr_tensor", sizes)?;
     let batch = crow.dim() as i64 - 1;
     let dense_dim = values.dim() as i64 - 1 - batch;
     let parts =

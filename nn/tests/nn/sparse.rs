@@ -850,6 +850,46 @@ fn sparse_tensors_round_trip_through_state_dict_files() -> Result<()> {
     std::fs::write(&bad, raw).unwrap();
     let e = nn::serialize::load_file(&bad).err().expect("ambiguous").to_string();
     assert!(e.contains("'s' is both a plain entry and a sparse tensor's marker"), "{e}");
+    // Hostile markers and members: errors, never a panic (the safetensors_load fuzz target
+    // reaches this code with arbitrary bytes).
+    let fb: Vec<u8> = [1.5f64, 2.5].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let ob: Vec<u8> = 0i64.to_le_bytes().to_vec();
+    let float_view = safetensors::tensor::TensorView::new(safetensors::Dtype::F64, vec![1, 2], &fb).unwrap();
+    let cases: Vec<(&str, Vec<(&str, safetensors::tensor::TensorView<'_>)>)> = vec![
+        ("sparse_coo -3 coalesced", vec![("s::indices", view(&ib, vec![1, 2])?), ("s::values", view(&vb, vec![2])?)]),
+        (
+            "sparse_coo 9223372036854775807,9223372036854775807 uncoalesced",
+            vec![("s::indices", view(&ib, vec![2, 1])?), ("s::values", view(&ob, vec![1])?)],
+        ),
+        ("sparse_coo 4 coalesced", vec![("s::indices", float_view.clone()), ("s::values", view(&vb, vec![2])?)]),
+        ("sparse_coo 4 coalesced", vec![("s::indices", view(&ib, vec![2])?), ("s::values", view(&vb, vec![2])?)]),
+        ("sparse_coo x,y coalesced", vec![("s::indices", view(&ib, vec![1, 2])?), ("s::values", view(&vb, vec![2])?)]),
+        (
+            "sparse_csr 2,2",
+            vec![
+                ("s::crow_indices", view(&ib, vec![2])?),
+                ("s::col_indices", view(&vb, vec![2])?),
+                ("s::values", float_view.clone()),
+            ],
+        ),
+        (
+            "sparse_csr 2",
+            vec![
+                ("s::crow_indices", view(&ib, vec![1, 2])?),
+                ("s::col_indices", view(&vb, vec![2])?),
+                ("s::values", view(&vb, vec![2])?),
+            ],
+        ),
+        ("strided", vec![("s::values", view(&vb, vec![2])?)]),
+        ("sparse_coo 4 coalesced", vec![("s::values", view(&vb, vec![2])?)]),
+    ];
+    for (marker, views) in cases {
+        let meta = std::collections::HashMap::from([("__layout__.s".to_string(), marker.to_string())]);
+        let raw = safetensors::serialize(views.iter().map(|(n, v)| (n.to_string(), v.clone())), Some(meta)).unwrap();
+        std::fs::write(&bad, raw).unwrap();
+        assert!(nn::serialize::load_file(&bad).is_err(), "marker {marker:?} loads");
+        assert!(nn::serialize::load_file_mmap(&bad).is_err(), "marker {marker:?} maps");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
     Ok(())
 }
