@@ -3,9 +3,10 @@
 //! - for the host, with the C++ compiler under the emulator's force-included header
 //!   (`emu/cuda_cpu.h`), into a static library with one `extern "C"` entry per kernel and a name
 //!   table, so the emulated device runs the very same source;
-//! - for the GPU, with nvcc, into one fatbin per file (SASS for sm_80, sm_86, sm_89 and sm_90
-//!   plus compute_90 PTX), embedded in the crate, with the `ptxas -v` resources of every kernel
-//!   recorded in a generated table. A kernel that spills registers fails the build.
+//! - for the GPU, with nvcc, into one fatbin per file (SASS for sm_80 and sm_90 plus compute_90
+//!   PTX), embedded in the crate, with the `ptxas -v` resources of every kernel recorded in a
+//!   generated table. A kernel that spills registers fails the build. nvcc's output is cached by
+//!   content (Note [The fatbin cache]).
 //!
 //! Nothing happens without the `cuda` feature: the default build needs neither the CUDA headers
 //! nor nvcc. With it, the CUDA headers are required (they come from the pinned pip wheels, see
@@ -49,7 +50,10 @@ mod cuda {
 
     /// GPU architectures in the fatbin: SASS for each, plus PTX for the newest so later GPUs can JIT
     /// it. The target driver is CUDA 13.0, which cannot JIT newer PTX than nvcc 13.0 writes.
-    const SASS_ARCHS: [&str; 4] = ["80", "86", "89", "90"];
+    /// SASS runs on every GPU of its major version with the same or a higher minor one, so sm_80's
+    /// serves the A100, the sm_86 and the sm_89 parts alike: SASS of their own would only tune
+    /// them, at two more compilations of every kernel per build (nvcc's time doubled).
+    const SASS_ARCHS: [&str; 2] = ["80", "90"];
     const PTX_ARCH: &str = "90";
 
     /// Mirrors the kernel argument structs of `kernels/args.h` into Rust (`OUT_DIR/args.rs`), so
@@ -258,9 +262,12 @@ mod cuda {
         let mut fatbins = String::new();
         let mut resources = String::new();
         if let Some(nvcc) = &nvcc {
+            let dir = files.first().and_then(|f| f.path.parent()).unwrap_or(Path::new("."));
+            let cache = FatbinCache::new(out, nvcc, include, dir);
+            let cache = &cache;
             let results: Vec<(String, String)> = std::thread::scope(|s| {
                 let jobs: Vec<_> =
-                    files.iter().map(|f| s.spawn(move || compile_fatbin(nvcc, include, out, f))).collect();
+                    files.iter().map(|f| s.spawn(move || compile_fatbin(nvcc, include, out, f, cache))).collect();
                 jobs.into_iter().map(|j| j.join().expect("nvcc job panicked")).collect()
             });
             let mut spills = Vec::new();
@@ -298,19 +305,153 @@ mod cuda {
         write_if_changed(&out.join("device.rs"), &code);
     }
 
-    fn compile_fatbin(nvcc: &Path, include: &Path, out: &Path, f: &KernelFile) -> (String, String) {
-        let fatbin = out.join(format!("{}.fatbin", f.stem));
-        let mut cmd = Command::new(nvcc);
-        cmd.arg("-fatbin").args(["-O3", "-std=c++17", "-Xptxas", "-v", "--Werror", "all-warnings"]);
+    /// nvcc's flags for every file, output and include paths aside.
+    fn nvcc_flags() -> Vec<String> {
+        let mut flags: Vec<String> =
+            ["-fatbin", "-O3", "-std=c++17", "-Xptxas", "-v", "--Werror", "all-warnings"].map(String::from).into();
         for arch in SASS_ARCHS {
-            cmd.arg("-gencode").arg(format!("arch=compute_{arch},code=sm_{arch}"));
+            flags.push("-gencode".into());
+            flags.push(format!("arch=compute_{arch},code=sm_{arch}"));
         }
-        cmd.arg("-gencode").arg(format!("arch=compute_{PTX_ARCH},code=compute_{PTX_ARCH}"));
+        flags.push("-gencode".into());
+        flags.push(format!("arch=compute_{PTX_ARCH},code=compute_{PTX_ARCH}"));
+        flags
+    }
+
+    /// Note [The fatbin cache]: nvcc takes minutes per build (the elementwise file alone, most of
+    /// them), and cargo runs this script again for every set of features and build-dependency
+    /// features it sees and whenever `CUDA_EMU_SANITIZE` changes: CI's clippy, test, MPI, parity
+    /// and sanitizer steps ran nvcc four times over the same sources. Its output depends only on
+    /// the kernel sources, nvcc and its flags, so it is kept in `<target dir>/cuda-fatbin-cache`
+    /// (or `CUDA_FATBIN_CACHE`), named by a hash of all of them: the `.cu` file itself, every
+    /// header of `kernels/` (any of them may be included; kernel files include headers only, not
+    /// one another), `nvcc --version`, the flags and the CUDA include path. So a change to one
+    /// kernel file compiles that file alone. A hit copies the fatbin and its `ptxas -v` log into `OUT_DIR`; a miss
+    /// compiles and stores both (through a rename, so a concurrent build never reads half a
+    /// file) and drops that file's older entries. Only the GPU build is cached: the emulator's
+    /// objects depend on the sanitizer flags and take a minute.
+    struct FatbinCache {
+        dir: Option<PathBuf>,
+        /// nvcc's version, the flags, the include path and every header, hashed with each file.
+        common: Vec<u8>,
+    }
+
+    impl FatbinCache {
+        fn new(out: &Path, nvcc: &Path, include: &Path, kernels: &Path) -> Self {
+            // OUT_DIR is <target dir>[/<triple>]/<profile>/build/<package>-<hash>/out.
+            let dir = env::var_os("CUDA_FATBIN_CACHE").map(PathBuf::from).or_else(|| {
+                let build = out.ancestors().nth(2)?;
+                (build.file_name()? == "build")
+                    .then(|| build.parent()?.parent().map(|t| t.join("cuda-fatbin-cache")))?
+            });
+            let version = Command::new(nvcc).arg("--version").output().map(|o| o.stdout).unwrap_or_default();
+            let mut sources: Vec<PathBuf> =
+                fs::read_dir(kernels).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
+            sources.sort();
+            let mut bytes = version;
+            for flag in nvcc_flags() {
+                bytes.extend(flag.as_bytes());
+                bytes.push(0);
+            }
+            bytes.extend(include.to_string_lossy().as_bytes());
+            for path in sources.iter().filter(|p| p.extension().is_none_or(|e| e != "cu")) {
+                append_file(&mut bytes, path);
+            }
+            FatbinCache { dir, common: bytes }
+        }
+
+        /// `(fatbin, log)` paths of a file's entry.
+        fn entry(&self, f: &KernelFile) -> Option<(PathBuf, PathBuf)> {
+            let dir = self.dir.as_ref()?;
+            let mut bytes = self.common.clone();
+            append_file(&mut bytes, &f.path);
+            let (key, stem) = (hash128(&bytes), &f.stem);
+            Some((dir.join(format!("{stem}-{key:032x}.fatbin")), dir.join(format!("{stem}-{key:032x}.log"))))
+        }
+
+        fn load(&self, f: &KernelFile, fatbin: &Path) -> Option<String> {
+            let (cached, log) = self.entry(f)?;
+            let log = fs::read_to_string(log).ok()?;
+            fs::copy(cached, fatbin).ok()?;
+            Some(log)
+        }
+
+        /// Best effort: a cache that cannot be written only costs the next build its time.
+        fn store(&self, f: &KernelFile, fatbin: &Path, log: &str) {
+            let (Some(dir), Some((cached, cached_log))) = (&self.dir, self.entry(f)) else { return };
+            if fs::create_dir_all(dir).is_err() {
+                return;
+            }
+            let tmp = |p: &Path| {
+                let mut name = p.as_os_str().to_owned();
+                name.push(format!(".tmp{}", std::process::id()));
+                PathBuf::from(name)
+            };
+            let stored = fs::copy(fatbin, tmp(&cached)).is_ok()
+                && fs::write(tmp(&cached_log), log).is_ok()
+                && fs::rename(tmp(&cached), &cached).is_ok()
+                && fs::rename(tmp(&cached_log), &cached_log).is_ok();
+            if !stored {
+                return;
+            }
+            let prefix = format!("{}-", f.stem);
+            let current = [cached.file_name().map(|n| n.to_owned()), cached_log.file_name().map(|n| n.to_owned())];
+            for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+                let name = e.file_name();
+                let ours = name.to_str().is_some_and(|n| {
+                    n.strip_prefix(&prefix)
+                        .is_some_and(|rest| rest.len() > 32 && rest[..32].bytes().all(|b| b.is_ascii_hexdigit()))
+                });
+                if ours && !current.iter().any(|c| c.as_deref() == Some(name.as_os_str())) {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+
+    /// Appends a file's name, length and contents (nothing when it cannot be read: nvcc will
+    /// report it).
+    fn append_file(bytes: &mut Vec<u8>, path: &Path) {
+        let Ok(contents) = fs::read(path) else { return };
+        bytes.extend(path.file_name().unwrap_or_default().as_encoded_bytes());
+        bytes.push(0);
+        bytes.extend((contents.len() as u64).to_le_bytes());
+        bytes.extend(contents);
+    }
+
+    /// Two differently seeded SipHashes of `bytes`: a cache key, not a security boundary.
+    fn hash128(bytes: &[u8]) -> u128 {
+        use std::hash::{DefaultHasher, Hasher};
+        let half = |seed: u64| {
+            let mut h = DefaultHasher::new();
+            h.write_u64(seed);
+            h.write(bytes);
+            h.finish()
+        };
+        (u128::from(half(0x6b65726e656c73)) << 64) | u128::from(half(0x66617462696e))
+    }
+
+    fn compile_fatbin(
+        nvcc: &Path,
+        include: &Path,
+        out: &Path,
+        f: &KernelFile,
+        cache: &FatbinCache,
+    ) -> (String, String) {
+        let fatbin = out.join(format!("{}.fatbin", f.stem));
+        if let Some(log) = cache.load(f, &fatbin) {
+            return (fatbin.display().to_string(), log);
+        }
+        let mut cmd = Command::new(nvcc);
+        // `--threads 0`: the architectures of one file compile in parallel, so the biggest file
+        // does not finish alone on one core.
+        cmd.args(nvcc_flags()).args(["--threads", "0"]);
         cmd.arg("-I").arg(include).arg("-I").arg(f.path.parent().unwrap());
         cmd.arg(&f.path).arg("-o").arg(&fatbin);
         let output = cmd.output().unwrap_or_else(|e| panic!("running {}: {e}", nvcc.display()));
         let log = String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "nvcc failed on {}:\n{log}", f.path.display());
+        cache.store(f, &fatbin, &log);
         (fatbin.display().to_string(), log)
     }
 

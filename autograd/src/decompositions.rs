@@ -355,21 +355,14 @@ pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor
 }
 
 /// `upsample_nearest{1,2,3}d` as one `index_select` per spatial dimension with the kernel's
-/// source indices.
+/// source indices (aten's `upsample_nearest_by_index_select`).
 fn upsample_nearest_nd(
     nsp: usize,
     input: &Tensor,
     output_size: Option<&[i64]>,
     scale_factors: Option<&[f64]>,
 ) -> Result<Tensor> {
-    let plan = aten::native::pool::nearest_plan(nsp, input, output_size, scale_factors)?;
-    let mut x = input.clone();
-    for (k, idx) in plan.into_iter().enumerate() {
-        let n = idx.len() as i64;
-        let idx: Vec<i64> = idx.into_iter().map(|i| i as i64).collect();
-        x = ops::index_select(&x, (2 + k) as i64, &Tensor::from_vec(idx, &[n])?.to_device(x.device())?)?;
-    }
-    Ok(x)
+    aten::native::pool::upsample_nearest_by_index_select(nsp, input, output_size, scale_factors)
 }
 
 /// `upsample_nearest1d.vec` (see [`upsample_nearest_nd`]).
@@ -399,36 +392,20 @@ pub fn upsample_nearest3d(
     upsample_nearest_nd(3, input, output_size, scale_factors)
 }
 
-/// The `[out, in]` interpolation matrix of one dimension of `upsample_bilinear2d`, from the
-/// kernel's source indices and weights.
-fn interpolation_matrix(plan: &[(usize, usize, f64, f64)], input: i64, like: &Tensor) -> Result<Tensor> {
-    let out = plan.len();
-    let mut m = c10::size::try_vec_filled(0.0f64, out * input as usize)?;
-    for (o, &(i0, i1, l0, l1)) in plan.iter().enumerate() {
-        m[o * input as usize + i0] += l0;
-        m[o * input as usize + i1] += l1;
-    }
-    Tensor::from_vec(m, &[out as i64, input])?.to(like.dtype()).call()?.to_device(like.device())
-}
-
-/// `upsample_bilinear2d.vec` as `A_h @ x @ A_w^T`, with the kernel's interpolation weights.
+/// `upsample_bilinear2d.vec` as `A_h @ x @ A_w^T`, with the kernel's interpolation weights
+/// (aten's `upsample_bilinear2d_by_matmul`).
 pub fn upsample_bilinear2d(
     input: &Tensor,
     output_size: Option<&[i64]>,
     align_corners: bool,
     scale_factors: Option<&[f64]>,
 ) -> Result<Tensor> {
-    let [hp, wp] = aten::native::pool::bilinear_plan(input, output_size, align_corners, scale_factors)?;
-    let ah = interpolation_matrix(&hp, input.sizes()[2], input)?;
-    let aw = interpolation_matrix(&wp, input.sizes()[3], input)?;
-    ops::matmul(&ops::matmul(&ah, input)?, &ops::t(&aw)?)
+    aten::native::pool::upsample_bilinear2d_by_matmul(input, output_size, align_corners, scale_factors)
 }
 
 /// `prelu` as `where(x > 0, x, w * x)`, the weight shaped as the kernel shapes it.
 pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
-    let w = aten::native::pointwise::prelu_weight(self_, weight)?;
-    let positive = ops::gt_scalar(self_, Scalar::Int(0))?;
-    ops::where_self(&positive, self_, &ops::mul(self_, &w)?)
+    aten::native::pointwise::prelu_by_where(self_, weight)
 }
 
 /// `binary_cross_entropy` as PyTorch defines it: `-(t log x + (1 - t) log(1 - x))` with each log
@@ -469,39 +446,17 @@ pub fn instance_norm(
     eps: f64,
     cudnn_enabled: bool,
 ) -> Result<Tensor> {
-    aten::native::normalization::check_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats)?;
-    let sizes = input.sizes().to_vec();
-    let (n, c) = (sizes[0], sizes[1]);
-    let repeat = |t: Option<&Tensor>| t.map(|t| ops::repeat(t, &[n])).transpose();
-    let (w, b) = (repeat(weight)?, repeat(bias)?);
-    let (rm, rv) = {
-        let _off = crate::grad_mode::no_grad();
-        (repeat(running_mean)?, repeat(running_var)?)
-    };
-    let mut shape = sizes.clone();
-    shape[0] = 1;
-    shape[1] = n * c;
-    let x = ops::reshape(input, &shape)?;
-    let out = ops::batch_norm(
-        &x,
-        w.as_ref(),
-        b.as_ref(),
-        rm.as_ref(),
-        rv.as_ref(),
+    aten::native::normalization::instance_norm_by_batch_norm(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
         use_input_stats,
         momentum,
         eps,
         cudnn_enabled,
-    )?;
-    if use_input_stats {
-        let _off = crate::grad_mode::no_grad();
-        for (running, updated) in [(running_mean, &rm), (running_var, &rv)] {
-            if let (Some(running), Some(updated)) = (running, updated) {
-                running.copy_(&ops::mean_dim(&ops::reshape(updated, &[n, c])?, Some(&[0]), false, None)?).call()?;
-            }
-        }
-    }
-    ops::reshape(&out, &sizes)
+    )
 }
 
 /// Repeats the head dimension (`-3`) `r` times, each head kept together (`repeat_interleave`).

@@ -517,13 +517,18 @@ fn check_output(op: &str, v: &IValue) {
 }
 
 fn check_tensor(op: &str, t: &Tensor) {
-    let (sizes, strides) = (t.sizes(), t.strides());
-    assert_eq!(sizes.len(), strides.len(), "{op}: sizes {sizes:?} but strides {strides:?}");
+    let sizes = t.sizes();
     assert!(sizes.iter().all(|&s| s >= 0), "{op}: negative size in {sizes:?}");
     // An empty shape counts 0 even when its other sizes multiply past i64 (Note [Checked
     // sizes]: `[i64::MAX, 2^40, 0]` is a valid empty result).
     let product = if sizes.contains(&0) { Some(0) } else { sizes.iter().try_fold(1i64, |n, &s| n.checked_mul(s)) };
     assert_eq!(product, Some(t.numel()), "{op}: numel {} for sizes {sizes:?}", t.numel());
+    if t.layout() != Layout::Strided {
+        check_sparse(op, t);
+        return;
+    }
+    let strides = t.strides();
+    assert_eq!(sizes.len(), strides.len(), "{op}: sizes {sizes:?} but strides {strides:?}");
     if t.numel() == 0 || !t.device().is_cpu() {
         return;
     }
@@ -553,6 +558,40 @@ fn check_tensor(op: &str, t: &Tensor) {
             t.to_vec::<f64>().unwrap_or_else(|e| panic!("{op}: to_vec of an output failed: {e}")).len()
         };
         assert_eq!(n as i64, t.numel(), "{op}: to_vec length");
+    }
+}
+
+/// A sparse result has no storage or strides of its own (PyTorch's `.stride()` of one raises):
+/// its member tensors carry the invariant, each checked as a strided result, and they must fit
+/// its shape: COO indices `[sparse_dim, nnz]` and values `[nnz, *dense sizes]`; CSR
+/// `crow_indices` `[rows + 1]`, `col_indices` and values `[nnz]`.
+fn check_sparse(op: &str, t: &Tensor) {
+    let part = |r: c10::Result<Tensor>, what: &str| r.unwrap_or_else(|e| panic!("{op}: {what} of a sparse output: {e}"));
+    let sizes = t.sizes();
+    match t.layout() {
+        Layout::SparseCoo => {
+            let (i, v) = (part(aten::ops::_indices(t), "_indices"), part(aten::ops::_values(t), "_values"));
+            check_tensor(op, &i);
+            check_tensor(op, &v);
+            assert_eq!(i.dim(), 2, "{op}: COO indices {:?}", i.sizes());
+            let (sparse_dim, nnz) = (i.sizes()[0] as usize, i.sizes()[1]);
+            assert!(sparse_dim <= sizes.len(), "{op}: {sparse_dim} sparse dims of {sizes:?}");
+            let mut want = vec![nnz];
+            want.extend(&sizes[sparse_dim..]);
+            assert_eq!(v.sizes(), &want[..], "{op}: COO values for {sizes:?} with indices {:?}", i.sizes());
+        }
+        Layout::SparseCsr => {
+            let crow = part(aten::ops::crow_indices(t), "crow_indices");
+            let col = part(aten::ops::col_indices(t), "col_indices");
+            let v = part(aten::ops::values(t), "values");
+            for m in [&crow, &col, &v] {
+                check_tensor(op, m);
+            }
+            assert_eq!(sizes.len(), 2, "{op}: a CSR tensor of {sizes:?}");
+            assert_eq!(crow.sizes(), &[sizes[0] + 1], "{op}: crow_indices {:?} for {sizes:?}", crow.sizes());
+            assert_eq!(col.sizes(), &v.sizes()[..1], "{op}: col_indices {:?}, values {:?}", col.sizes(), v.sizes());
+        }
+        other => panic!("{op}: a result of layout {other:?}"),
     }
 }
 

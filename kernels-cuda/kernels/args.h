@@ -53,4 +53,36 @@ typedef struct KcRemap {
     int64_t map_offsets[KC_MAX_DIMS];
 } KcRemap;
 
+// A convolution's column matrix (Note [Convolution as GEMM] in aten's native/conv.rs): `n`
+// images of `channels` channels, spatial size `input` (3 dims, outermost first; 1-d and 2-d
+// convolutions have leading 1s), windows of `kernel` with `stride`, `padding` and `dilation`
+// at the `out` positions. The columns are contiguous [n, channels * k, L] (k = kernel's
+// element count, L = out's), row (c, a, b, e) and column (z, y, x) row-major.
+typedef struct KcColumns {
+    int64_t n;
+    int64_t channels;
+    int64_t input[3];
+    int64_t kernel[3];
+    int64_t out[3];
+    int64_t stride[3];
+    int64_t padding[3];
+    int64_t dilation[3];
+} KcColumns;
+
+// A pooling (Note [Pooling windows] in aten's native/pool.rs): `planes` contiguous planes of
+// spatial size `input` (3 dims, outermost first; 1-d and 2-d poolings have leading 1s) pooled to
+// `out`. The windows come as a table of int64 rows (first, step, count, padded_count), the
+// out[0] rows of dim 0, then the out[1] rows of dim 1, then the out[2] rows of dim 2: the
+// positions first + j * step (j < count) are inside the input, and padded_count is the window's
+// extent counted by count_include_pad. An average divides by `divisor` when it is not 0, else by
+// the product of the padded counts (`include_pad` 1) or of the counts.
+typedef struct KcPool {
+    int64_t planes;
+    int64_t input[3];
+    int64_t out[3];
+    int64_t divisor;
+    int32_t include_pad;
+    int32_t unused;
+} KcPool;
+
 #endif

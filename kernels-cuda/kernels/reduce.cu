@@ -144,6 +144,43 @@ __device__ void softmax_rows(const KcReduction& r, T* out, const T* in, bool tak
     }
 }
 
+// cumsum / cumprod along the one reduced dim (inner_ndim <= 1), into `out` laid out like `in`.
+// Each thread folds a contiguous chunk of the line, thread 0 scans the chunk totals in order, and
+// each thread rescans its chunk from its offset: the same association in every run, whatever the
+// scheduling order.
+template <typename T, typename Op>
+__device__ void scan_rows(const KcReduction& r, T* out, const T* in, Op op, typename kc::Acc<T>::type identity) {
+    typedef typename kc::Acc<T>::type A;
+    __shared__ A partial[KC_REDUCE_THREADS];
+    const int64_t n = r.reduced;
+    const int64_t chunk = (n + blockDim.x - 1) / blockDim.x;
+    const int64_t begin = min(n, (int64_t)threadIdx.x * chunk);
+    const int64_t end = min(n, begin + chunk);
+    for (int64_t o = blockIdx.x; o < r.outputs; o += gridDim.x) {
+        const RowOffsets ro = row_offsets(r, o);
+        const int64_t step = r.inner_ndim > 0 ? r.inner_strides[0] : 0;
+        A acc = identity;
+        for (int64_t k = begin; k < end; ++k) acc = op(acc, kc::convert<A>(in[ro.in + k * step]));
+        partial[threadIdx.x] = acc;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            A run = identity;
+            for (unsigned t = 0; t < blockDim.x; ++t) {
+                const A v = partial[t];
+                partial[t] = run;
+                run = op(run, v);
+            }
+        }
+        __syncthreads();
+        acc = partial[threadIdx.x];
+        for (int64_t k = begin; k < end; ++k) {
+            acc = op(acc, kc::convert<A>(in[ro.in + k * step]));
+            out[ro.in + k * step] = kc::convert<T>(acc);
+        }
+        __syncthreads();
+    }
+}
+
 }  // namespace
 
 // ---- entry points ------------------------------------------------------------------------------
@@ -162,6 +199,16 @@ __device__ void softmax_rows(const KcReduction& r, T* out, const T* in, bool tak
         softmax_rows(r, out, in, true);                                                                     \
     }
 KC_FOR_FLOAT_TYPES(KC_FLOAT_FOLDS)
+
+#define KC_SCANS(sfx, T)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(KC_REDUCE_THREADS) cumsum_##sfx(KcReduction r, T* out, const T* in) { \
+        scan_rows(r, out, in, WrapSum(), (kc::Acc<T>::type)0);                                              \
+    }                                                                                                       \
+    extern "C" __global__ void __launch_bounds__(KC_REDUCE_THREADS) cumprod_##sfx(KcReduction r, T* out, const T* in) { \
+        scan_rows(r, out, in, WrapProd(), (kc::Acc<T>::type)1);                                             \
+    }
+KC_FOR_FLOAT_TYPES(KC_SCANS)
+KC_SCANS(i64, int64_t)
 
 // Integer sums and products accumulate in int64 (the caller converts the input to int64 first,
 // as PyTorch's integer sums give int64).

@@ -14,11 +14,15 @@ pub mod native;
 #[cfg(feature = "cuda")]
 mod blas;
 #[cfg(feature = "cuda")]
+mod conv;
+#[cfg(feature = "cuda")]
 mod copies;
 #[cfg(feature = "cuda")]
 mod index;
 #[cfg(feature = "cuda")]
 mod loops;
+#[cfg(feature = "cuda")]
+mod pool;
 #[cfg(feature = "cuda")]
 mod sort;
 #[cfg(feature = "cuda")]

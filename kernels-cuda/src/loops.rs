@@ -28,7 +28,67 @@ pub(crate) fn register() {
     for k in ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu"] {
         stub::register(k, cuda, same_name);
     }
-    for k in ["sum", "prod", "max", "min", "softmax", "log_softmax"] {
+    for k in [
+        "exp2",
+        "expm1",
+        "log2",
+        "log10",
+        "log1p",
+        "rsqrt",
+        "reciprocal",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erfc",
+        "floor",
+        "ceil",
+        "trunc",
+        "round",
+        "frac",
+        "sign",
+        "silu",
+        "mish",
+        "hardsigmoid",
+        "hardswish",
+        "selu",
+    ] {
+        stub::register(k, cuda, same_name);
+    }
+    for k in ["atan2", "pow", "fmod", "remainder"] {
+        stub::register(k, cuda, same_name);
+    }
+    for k in ["leaky_relu", "hardtanh", "elu", "softplus", "logit", "gelu", "gelu_tanh"] {
+        stub::register(k, cuda, three_doubles);
+    }
+    stub::register("lerp", cuda, one_double);
+    for k in [
+        "where",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "logical_not",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isposinf",
+        "isneginf",
+        "div_trunc",
+        "div_floor",
+    ] {
+        stub::register(k, cuda, same_name);
+    }
+    stub::register("masked_fill", cuda, masked_fill);
+    for k in ["addcmul", "addcdiv"] {
+        stub::register(k, cuda, addc);
+    }
+    for k in ["sum", "prod", "max", "min", "softmax", "log_softmax", "cumsum", "cumprod"] {
         stub::register_reduction(k, cuda, reduction);
     }
     stub::register_gemm(cuda, crate::blas::gemm);
@@ -37,6 +97,8 @@ pub(crate) fn register() {
     stub::register_sort(cuda, crate::sort::sort);
     stub::register_runs(cuda, crate::sort::runs);
     stub::register_spmm(cuda, crate::sparse::spmm);
+    stub::register_columns(cuda, crate::conv::columns);
+    stub::register_pool(cuda, crate::pool::pool);
     for k in ["uniform", "normal", "exponential", "bernoulli", "bernoulli_tensor", "random"] {
         stub::register_random(k, cuda, random);
     }
@@ -131,6 +193,48 @@ pub(crate) fn launch_named(iter: &TensorIterator<'_>, name: &str) -> Result<()> 
 fn same_name(kernel: &'static str, iter: &TensorIterator<'_>, _extra: &[Scalar]) -> Result<()> {
     let name = kernel_for(iter.op(), kernel, iter.common_dtype())?;
     launch(iter, &name, |_| {})
+}
+
+/// The parameterised activations (`elu_f32(g, out, a, p0, p1, p2)`): the operator's scalars as
+/// three doubles, 0 for those it has fewer of.
+fn three_doubles(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let name = kernel_for(iter.op(), kernel, iter.common_dtype())?;
+    let p = |i: usize| extra.get(i).map_or(0.0, |s| s.to_f64());
+    launch(iter, &name, |a| {
+        a.push(p(0)).push(p(1)).push(p(2));
+    })
+}
+
+/// `lerp_<T>(g, out, start, end, weight)`: the weight as a double.
+fn one_double(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let name = kernel_for(iter.op(), kernel, iter.common_dtype())?;
+    let w = extra.first().map_or(0.0, |s| s.to_f64());
+    launch(iter, &name, |a| {
+        a.push(w);
+    })
+}
+
+/// `masked_fill_<T>(g, out, self, mask, value)`: the value as an element of the dtype.
+fn masked_fill(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let dtype = iter.common_dtype();
+    let name = kernel_for(iter.op(), kernel, dtype)?;
+    let v = extra.first().copied().unwrap_or(Scalar::Int(0));
+    launch(iter, &name, |a| push_element(a, dtype, v))
+}
+
+/// `addcmul_<T>(g, out, self, t1, t2, value)` and `addcdiv_<T>`: the value as a double for
+/// floating kernels, an int64 otherwise.
+fn addc(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let dtype = iter.common_dtype();
+    let name = kernel_for(iter.op(), kernel, dtype)?;
+    let v = extra.first().copied().unwrap_or(Scalar::Int(1));
+    launch(iter, &name, |a| {
+        if dtype.is_floating_point() {
+            a.push(v.to_f64());
+        } else {
+            a.push(v.to_i64());
+        }
+    })
 }
 
 /// Comparisons (`eq_i64`): inputs of the common dtype, a Bool output (the kernels write no other

@@ -320,6 +320,56 @@ fn unary_operators_match_the_cpu() {
     let ga = a.cuda_on(0).unwrap();
     ops::relu_(&ga).unwrap();
     assert_close(&ga.cpu().unwrap(), &ops::relu(&a).unwrap(), 0.0, "relu_");
+    // The rest of the floating functions and activations; integer inputs of the first group are
+    // promoted to float32, as on the CPU.
+    let more: [(&str, Unary); 22] = [
+        ("exp2", ops::exp2),
+        ("expm1", ops::expm1),
+        ("log2", ops::log2),
+        ("log10", ops::log10),
+        ("log1p", ops::log1p),
+        ("rsqrt", ops::rsqrt),
+        ("reciprocal", ops::reciprocal),
+        ("tan", ops::tan),
+        ("atan", ops::atan),
+        ("sinh", ops::sinh),
+        ("cosh", ops::cosh),
+        ("asinh", ops::asinh),
+        ("erf", ops::erf),
+        ("erfc", ops::erfc),
+        ("floor", ops::floor),
+        ("ceil", ops::ceil),
+        ("trunc", ops::trunc),
+        ("round", ops::round),
+        ("frac", ops::frac),
+        ("sign", ops::sign),
+        ("silu", ops::silu),
+        ("hardswish", ops::hardswish),
+    ];
+    for dt in [ScalarType::F32, ScalarType::F64, ScalarType::BF16, ScalarType::I64] {
+        let a = ops::transpose(&sample(&[5, 3], dt, 4), 0, 1).unwrap();
+        let ga = a.cuda_on(0).unwrap();
+        for (name, f) in more {
+            let what = format!("{name}({dt})");
+            if dt == ScalarType::I64 && ["silu", "hardswish"].contains(&name) {
+                // Floating-only activations refuse integers on both devices.
+                assert!(f(&a).is_err() && f(&ga).is_err(), "{what}");
+                continue;
+            }
+            let (w, g) = (f(&a).unwrap(), f(&ga).unwrap());
+            assert_eq!(g.device(), GPU, "{what}");
+            let rel = match w.dtype() {
+                ScalarType::BF16 => 1e-2,
+                ScalarType::F32 => 1e-5,
+                _ => 1e-13,
+            };
+            assert_close(&g.cpu().unwrap(), &w, rel, &what);
+        }
+    }
+    let a = sample(&[6], ScalarType::F64, 3);
+    let ga = a.cuda_on(0).unwrap();
+    ops::floor_(&ga).unwrap();
+    assert_close(&ga.cpu().unwrap(), &ops::floor(&a).unwrap(), 0.0, "floor_");
 }
 
 #[test]
@@ -333,15 +383,14 @@ fn errors_are_values_with_the_cpus_kinds() {
         let e = ops::mul(&ga, &ga.cuda_on(1).unwrap()).unwrap_err();
         assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
     }
-    // A dtype without a CUDA kernel, an operator without one, a rounding mode without one.
+    // A dtype without a CUDA kernel, an operator without one.
     let gb = ops::full(&[3], Scalar::Bool(true), None, None, Some(GPU), None).unwrap();
     assert!(matches!(ops::relu(&gb).unwrap_err(), Error::UnsupportedDtype { .. }));
+    assert!(matches!(ops::cumsum(&gb, 0, Some(ScalarType::Bool)).unwrap_err(), Error::UnsupportedDtype { .. }));
     let e = ops::neg(&gb).unwrap_err().to_string();
     assert!(e.contains("Negation, the `-` operator, on a bool tensor is not supported"), "{e}");
-    let e = ops::cumsum(&ga, 0, None).unwrap_err().to_string();
+    let e = ops::kthvalue(&ga, 1, 0, false).unwrap_err().to_string();
     assert!(e.contains("CUDA"), "{e}");
-    let e = ops::div_tensor_mode(&ga, &ga, Some("floor")).unwrap_err();
-    assert!(matches!(e, Error::NotImplemented { .. }), "{e:?}");
     // The tensors are intact after the errors.
     assert_eq!(ga.to_vec::<f64>().unwrap(), values(&sample(&[3], ScalarType::F32, 1)));
 }
@@ -1183,4 +1232,701 @@ fn clamps_run_on_the_device_and_match_the_cpu() {
     let got = values(&y);
     assert!(got[3].is_nan(), "NaN propagates");
     assert!(got.iter().enumerate().all(|(i, &v)| i == 3 || v == -1.5), "min > max gives max everywhere");
+    // A bound outside an integer dtype converts as on the CPU (hardtanh of uint8 clamps by -1).
+    let u = Tensor::from_vec(vec![0u8, 1, 2, 5, 9, 200], &[6]).unwrap();
+    let gu = u.cuda_on(0).unwrap();
+    let (lo, hi) = (Scalar::Int(-1), Scalar::Int(1));
+    assert_on_device_eq(
+        &ops::clamp(&gu, Some(lo), Some(hi)).unwrap(),
+        &ops::clamp(&u, Some(lo), Some(hi)).unwrap(),
+        "uint8 clamp",
+    );
+    assert_on_device_eq(&ops::hardtanh(&gu, lo, hi).unwrap(), &ops::hardtanh(&u, lo, hi).unwrap(), "uint8 hardtanh");
+}
+
+/// Note [Convolution on a device]: 1-d, 2-d and 3-d convolutions, plain and transposed, with
+/// groups, strides, padding, dilation, output padding and bias, and the weight gradient, run on
+/// the device (no copy to the host) and match the CPU; integer inputs are an error, as on
+/// PyTorch's CUDA.
+#[test]
+fn convolutions_run_on_the_device_and_match_the_cpu() {
+    setup();
+    let copied = kernels_cuda::emu::host_bytes_copied;
+    // (input, weight, stride, padding, dilation, transposed, output_padding, groups)
+    type Case =
+        (&'static [i64], &'static [i64], &'static [i64], &'static [i64], &'static [i64], bool, &'static [i64], i64);
+    let cases: [Case; 7] = [
+        (&[2, 3, 9], &[4, 3, 3], &[2], &[1], &[1], false, &[0], 1),
+        (&[2, 4, 7, 6], &[6, 2, 3, 2], &[1, 2], &[1, 0], &[2, 1], false, &[0, 0], 2),
+        (&[3, 2, 5, 5], &[4, 2, 1, 1], &[1, 1], &[0, 0], &[1, 1], false, &[0, 0], 1),
+        (&[1, 2, 4, 5, 4], &[3, 2, 2, 3, 2], &[1, 2, 1], &[1, 1, 0], &[1, 1, 2], false, &[0, 0, 0], 1),
+        (&[2, 4, 5], &[4, 3, 3], &[2], &[1], &[1], true, &[1], 2),
+        (&[2, 3, 4, 3], &[3, 2, 3, 2], &[2, 1], &[1, 0], &[1, 2], true, &[1, 0], 1),
+        (&[1, 2, 3, 3, 2], &[2, 2, 2, 2, 2], &[2, 1, 1], &[0, 1, 0], &[1, 1, 1], true, &[0, 0, 0], 1),
+    ];
+    for (dt, rel) in [(ScalarType::F32, 1e-4), (ScalarType::F64, 1e-10), (ScalarType::F16, 1e-2)] {
+        for (i, &(is, ws, stride, padding, dilation, transposed, output_padding, groups)) in cases.iter().enumerate() {
+            let (x, w) = (sample(is, dt, i as i64), sample(ws, dt, 3 + i as i64));
+            let cout = if transposed { ws[1] * groups } else { ws[0] };
+            let b = sample(&[cout], dt, 5);
+            let (gx, gw, gb) = (x.cuda_on(0).unwrap(), w.cuda_on(0).unwrap(), b.cuda_on(0).unwrap());
+            let what = format!("{dt} case {i}");
+            let before = copied();
+            let got =
+                ops::convolution(&gx, &gw, Some(&gb), stride, padding, dilation, transposed, output_padding, groups)
+                    .unwrap();
+            assert_eq!(copied(), before, "{what}: copied to the host");
+            assert_eq!(got.device(), GPU, "{what}");
+            let want =
+                ops::convolution(&x, &w, Some(&b), stride, padding, dilation, transposed, output_padding, groups)
+                    .unwrap();
+            assert_close(&got.cpu().unwrap(), &want, rel, &what);
+            let unbiased =
+                ops::convolution(&gx, &gw, None, stride, padding, dilation, transposed, output_padding, groups)
+                    .unwrap();
+            let want =
+                ops::convolution(&x, &w, None, stride, padding, dilation, transposed, output_padding, groups).unwrap();
+            assert_close(&unbiased.cpu().unwrap(), &want, rel, &format!("{what} without bias"));
+            if !transposed {
+                let gy = sample(want.sizes(), dt, 11);
+                let before = copied();
+                let got = ops::_convolution_weight_backward(
+                    &gy.cuda_on(0).unwrap(),
+                    &gx,
+                    ws,
+                    stride,
+                    padding,
+                    dilation,
+                    groups,
+                )
+                .unwrap();
+                assert_eq!(copied(), before, "{what}: weight gradient copied to the host");
+                let want = ops::_convolution_weight_backward(&gy, &x, ws, stride, padding, dilation, groups).unwrap();
+                assert_close(&got.cpu().unwrap(), &want, rel, &format!("{what} weight gradient"));
+            }
+        }
+    }
+    // A batch larger than one column block (2^22 elements, 2 of these images): the images are
+    // unfolded a range at a time.
+    let (x, w) = (sample(&[3, 32, 48, 48], ScalarType::F32, 1), sample(&[4, 32, 5, 5], ScalarType::F32, 2));
+    let got = ops::convolution(
+        &x.cuda_on(0).unwrap(),
+        &w.cuda_on(0).unwrap(),
+        None,
+        &[1, 1],
+        &[2, 2],
+        &[1, 1],
+        false,
+        &[0, 0],
+        1,
+    )
+    .unwrap();
+    let want = ops::convolution(&x, &w, None, &[1, 1], &[2, 2], &[1, 1], false, &[0, 0], 1).unwrap();
+    assert_close(&got.cpu().unwrap(), &want, 1e-4, "blocked batch");
+    let xi = sample(&[1, 1, 4], ScalarType::I64, 1).cuda_on(0).unwrap();
+    let wi = sample(&[1, 1, 2], ScalarType::I64, 1).cuda_on(0).unwrap();
+    let err = ops::convolution(&xi, &wi, None, &[1], &[0], &[1], false, &[0], 1).unwrap_err();
+    assert!(matches!(err, Error::UnsupportedDtype { dtype: ScalarType::I64, .. }), "{err}");
+}
+
+type Activation = Box<dyn Fn(&Tensor) -> c10::Result<Tensor>>;
+
+/// `atan2`, `pow` (tensor and scalar exponents, integers too), `fmod`, `remainder`, `lerp` and
+/// the parameterised activations run on the device with broadcasting and match the CPU; an
+/// integer zero divisor and an integer base to a negative Scalar power are errors there too.
+#[test]
+fn binary_functions_and_parameterised_activations_match_the_cpu() {
+    setup();
+    for dt in [ScalarType::F32, ScalarType::F64, ScalarType::I64] {
+        let a = sample(&[4, 3], dt, 2);
+        let b = ops::add(
+            &ops::abs(&sample(&[3], dt, 5)).unwrap(),
+            &Tensor::from_vec(vec![1i64], &[]).unwrap(),
+            Scalar::Int(1),
+        )
+        .unwrap();
+        let b = ops::_to_copy(&b, Some(dt), None, None, None, false, None).unwrap();
+        let (ga, gb) = (a.cuda_on(0).unwrap(), b.cuda_on(0).unwrap());
+        let rel = if dt == ScalarType::F32 { 1e-5 } else { 1e-13 };
+        let binaries: [(&str, Binary); 4] =
+            [("atan2", ops::atan2), ("pow", ops::pow), ("fmod", ops::fmod), ("remainder", ops::remainder)];
+        for (name, f) in binaries {
+            let what = format!("{name}({dt})");
+            let (w, g) = (f(&a, &b).unwrap(), f(&ga, &gb).unwrap());
+            assert_eq!(g.device(), GPU, "{what}");
+            assert_close(&g.cpu().unwrap(), &w, rel, &what);
+        }
+        let (w, g) =
+            (ops::pow_tensor_scalar(&a, Scalar::Int(3)).unwrap(), ops::pow_tensor_scalar(&ga, Scalar::Int(3)).unwrap());
+        assert_close(&g.cpu().unwrap(), &w, rel, &format!("pow scalar ({dt})"));
+        if dt == ScalarType::I64 {
+            let zero = ops::zeros(&[3], Some(dt), None, Some(GPU), None).unwrap();
+            assert!(ops::fmod(&ga, &zero).is_err(), "an integer zero divisor");
+            assert!(ops::pow_tensor_scalar(&ga, Scalar::Int(-1)).is_err(), "a negative integer power");
+            assert!(ops::lerp(&ga, &gb, Scalar::Float(0.5)).is_err(), "lerp refuses integers");
+            continue;
+        }
+        for w in [0.25, 0.75] {
+            let what = format!("lerp {w} ({dt})");
+            let (c, g) = (ops::lerp(&a, &b, Scalar::Float(w)).unwrap(), ops::lerp(&ga, &gb, Scalar::Float(w)).unwrap());
+            assert_close(&g.cpu().unwrap(), &c, rel, &what);
+        }
+        let acts: [(&str, Activation); 8] = [
+            ("leaky_relu", Box::new(|t| ops::leaky_relu(t, Scalar::Float(0.1)))),
+            ("hardtanh", Box::new(|t| ops::hardtanh(t, Scalar::Float(-1.5), Scalar::Float(2.0)))),
+            ("elu", Box::new(|t| ops::elu(t, Scalar::Float(1.2), Scalar::Float(1.0), Scalar::Float(0.5)))),
+            ("softplus", Box::new(|t| ops::softplus(t, Scalar::Float(2.0), Scalar::Float(5.0)))),
+            ("gelu", Box::new(|t| ops::gelu(t, "none"))),
+            ("gelu tanh", Box::new(|t| ops::gelu(t, "tanh"))),
+            ("logit", Box::new(|t| ops::logit(&ops::sigmoid(t)?, None))),
+            ("logit eps", Box::new(|t| ops::logit(&ops::sigmoid(t)?, Some(0.3)))),
+        ];
+        for (name, f) in &acts {
+            let what = format!("{name}({dt})");
+            let (w, g) = (f(&a).unwrap(), f(&ga).unwrap());
+            assert_eq!(g.device(), GPU, "{what}");
+            assert_close(&g.cpu().unwrap(), &w, if dt == ScalarType::F32 { 1e-4 } else { 1e-12 }, &what);
+        }
+    }
+}
+
+/// Selection, masks, logical operators, predicates, `addcmul`/`addcdiv`, rounded division,
+/// the reductions composed on the device (Note [Reductions composed on a device]: `all`, `any`,
+/// `var`, `std`, `logsumexp`), the scans, `tril`/`triu` and `dot` run on the device with no copy
+/// to the host (except integer division's one-flag zero check) and match the CPU; integer
+/// division by zero is the CPU's error.
+#[test]
+fn selection_logic_scans_and_composed_reductions_run_on_the_device() {
+    setup();
+    let copied = kernels_cuda::emu::host_bytes_copied;
+    let mut v = values(&sample(&[4, 6], ScalarType::F64, 5));
+    v[2] = f64::NAN;
+    v[7] = f64::INFINITY;
+    v[11] = f64::NEG_INFINITY;
+    let special = Tensor::from_vec(v, &[4, 6]).unwrap();
+    for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::I64, ScalarType::U8, ScalarType::Bool]
+    {
+        let x = sample(&[4, 6], dtype, 3);
+        let y = sample(&[6], dtype, 8);
+        let c = ops::gt_scalar(&sample(&[4, 1], ScalarType::F32, 1), Scalar::Float(0.0)).unwrap();
+        let s = if dtype.is_floating_point() {
+            ops::_to_copy(&special, Some(dtype), None, None, None, false, None).unwrap()
+        } else {
+            x.clone()
+        };
+        let (gx, gy, gc, gs) =
+            (x.cuda_on(0).unwrap(), y.cuda_on(0).unwrap(), c.cuda_on(0).unwrap(), s.cuda_on(0).unwrap());
+        type Case<'a> = (&'a str, Box<dyn Fn(&Tensor, &Tensor, &Tensor) -> c10::Result<Tensor> + 'a>, f64);
+        let mut cases: Vec<Case> = vec![
+            ("where", Box::new(|x, y, c| ops::where_self(c, x, y)), 0.0),
+            ("masked_fill", Box::new(|x, _, c| ops::masked_fill(x, c, Scalar::Int(3))), 0.0),
+            ("logical_and", Box::new(|x, y, _| ops::logical_and(x, y)), 0.0),
+            ("logical_or", Box::new(|x, y, _| ops::logical_or(x, y)), 0.0),
+            ("logical_xor", Box::new(|x, y, _| ops::logical_xor(x, y)), 0.0),
+            ("logical_not", Box::new(|x, _, _| ops::logical_not(x)), 0.0),
+            ("all", Box::new(|x, _, _| ops::all(x)), 0.0),
+            ("any.dim", Box::new(|x, _, _| ops::any_dim(x, 1, true)), 0.0),
+            ("all.dim", Box::new(|x, _, _| ops::all_dim(x, 0, false)), 0.0),
+            ("tril", Box::new(|x, _, _| ops::tril(x, 1)), 0.0),
+            ("triu", Box::new(|x, _, _| ops::triu(x, -1)), 0.0),
+        ];
+        if dtype != ScalarType::Bool {
+            let tol = if dtype == ScalarType::F16 { 2e-3 } else { 1e-5 };
+            cases.push(("addcmul", Box::new(|x, y, _| ops::addcmul(x, y, x, Scalar::Int(2))), tol));
+            cases.push(("cumsum", Box::new(|x, _, _| ops::cumsum(x, 1, None)), tol));
+            cases.push(("cumprod", Box::new(|x, _, _| ops::cumprod(x, 0, None)), tol));
+        }
+        if dtype.is_floating_point() {
+            let tol = if dtype == ScalarType::F16 { 2e-3 } else { 1e-5 };
+            cases.push(("addcdiv", Box::new(|x, y, _| ops::addcdiv(x, x, y, Scalar::Float(0.5))), tol));
+            cases.push(("div floor", Box::new(|x, y, _| ops::div_tensor_mode(x, y, Some("floor"))), tol));
+            cases.push(("div trunc", Box::new(|x, y, _| ops::div_tensor_mode(x, y, Some("trunc"))), tol));
+            cases.push(("var", Box::new(|x, _, _| ops::var(x, Some(&[1]), None, false)), tol));
+            cases.push(("std", Box::new(|x, _, _| ops::std(x, Some(&[0, 1]), Some(Scalar::Int(0)), true)), tol));
+            cases.push(("logsumexp", Box::new(|x, _, _| ops::logsumexp(x, &[1], false)), tol));
+        }
+        for (what, f, tol) in &cases {
+            let got = f(&gx, &gy, &gc).unwrap();
+            assert_eq!(got.device(), GPU, "{what} {dtype}: device");
+            assert_close(&got.cpu().unwrap(), &f(&x, &y, &c).unwrap(), *tol, &format!("{what} {dtype}"));
+        }
+        // NaN, infinities: the predicates, the reductions and the masks on special values.
+        type Unary = (&'static str, fn(&Tensor) -> c10::Result<Tensor>);
+        let unaries: [Unary; 8] = [
+            ("isnan", ops::isnan),
+            ("isinf", ops::isinf),
+            ("isfinite", ops::isfinite),
+            ("isposinf", ops::isposinf),
+            ("isneginf", ops::isneginf),
+            ("logical_not", ops::logical_not),
+            ("any", ops::any),
+            ("cumsum", |t| ops::cumsum(t, 0, Some(ScalarType::F64))),
+        ];
+        for (what, f) in unaries {
+            let got = f(&gs).unwrap();
+            assert_eq!(got.device(), GPU, "{what} {dtype}: device");
+            assert_close(&got.cpu().unwrap(), &f(&s).unwrap(), 0.0, &format!("{what} {dtype} on special values"));
+        }
+        if dtype.is_floating_point() {
+            let lse = |t: &Tensor| ops::logsumexp(t, &[0], true);
+            assert_close(
+                &lse(&gs).unwrap().cpu().unwrap(),
+                &lse(&s).unwrap(),
+                2e-3,
+                &format!("logsumexp {dtype} with inf"),
+            );
+        }
+    }
+    // Nothing is copied to the host while computing (results stay on the device).
+    let g = sample(&[5, 7], ScalarType::F32, 4).cuda_on(0).unwrap();
+    let before = copied();
+    let outs = [
+        ops::where_self(&ops::gt_scalar(&g, Scalar::Int(0)).unwrap(), &g, &ops::neg(&g).unwrap()).unwrap(),
+        ops::var(&g, Some(&[0]), None, true).unwrap(),
+        ops::logsumexp(&g, &[1], false).unwrap(),
+        ops::_to_copy(&ops::any_dim(&g, 1, false).unwrap(), Some(ScalarType::F32), None, None, None, false, None)
+            .unwrap(),
+        ops::cumsum(&g, 1, None).unwrap(),
+        ops::tril(&g, 0).unwrap(),
+        ops::dot(&ops::select(&g, 0, 1).unwrap(), &ops::select(&g, 0, 2).unwrap()).unwrap(),
+        ops::addcdiv(&g, &g, &ops::add_scalar(&g, Scalar::Int(10), Scalar::Int(1)).unwrap(), Scalar::Int(1)).unwrap(),
+    ];
+    assert_eq!(copied(), before, "computing on the device copied to the host");
+    assert!(outs.iter().all(|t| t.device() == GPU));
+    let x = sample(&[7], ScalarType::F64, 2);
+    let y = sample(&[7], ScalarType::F64, 6);
+    assert_close(
+        &ops::dot(&x.cuda_on(0).unwrap(), &y.cuda_on(0).unwrap()).unwrap().cpu().unwrap(),
+        &ops::dot(&x, &y).unwrap(),
+        1e-12,
+        "dot",
+    );
+    // Integer division by zero is an error on the device too; by nonzero it matches the CPU.
+    let a = Tensor::from_vec(vec![7i64, -7, 7, -7, 0], &[5]).unwrap();
+    let b = Tensor::from_vec(vec![2i64, 2, -2, -2, 3], &[5]).unwrap();
+    let z = Tensor::from_vec(vec![2i64, 0, 1, 1, 1], &[5]).unwrap();
+    let (ga, gb, gz) = (a.cuda_on(0).unwrap(), b.cuda_on(0).unwrap(), z.cuda_on(0).unwrap());
+    for mode in ["floor", "trunc"] {
+        assert_on_device_eq(
+            &ops::div_tensor_mode(&ga, &gb, Some(mode)).unwrap(),
+            &ops::div_tensor_mode(&a, &b, Some(mode)).unwrap(),
+            mode,
+        );
+        let e = ops::div_tensor_mode(&ga, &gz, Some(mode)).unwrap_err();
+        assert!(e.to_string().contains("ZeroDivisionError"), "{mode}: {e}");
+    }
+}
+
+/// Note [Gather and scatter on a device]: `gather`, `scatter` (source and value, duplicate
+/// positions keeping the last index's value, as the CPU), `scatter_add` (duplicates summed),
+/// `topk` and `nonzero` run on the device and match the CPU; an index out of range is the CPU's error, and
+/// `reduce='multiply'` is refused as having no CUDA kernel.
+#[test]
+fn gathers_and_scatters_along_a_dim_run_on_the_device() {
+    setup();
+    for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::F16] {
+        let x = sample(&[3, 5, 4], dtype, 2);
+        let src = sample(&[3, 5, 4], dtype, 7);
+        let g = x.cuda_on(0).unwrap();
+        let gs = src.cuda_on(0).unwrap();
+        // Repeated positions along every dim, an index smaller than self outside `dim`.
+        for (dim, idx) in [
+            (0i64, vec![2i64, 0, 2, 1, 1, 0, 0, 2, 2, 1, 0, 0]),
+            (1, vec![4, 4, 0, 3, 1, 1, 2, 0, 3, 3, 4, 0]),
+            (2, vec![3, 0, 0, 1, 2, 3, 3, 3, 1, 0, 2, 2]),
+        ] {
+            let index = Tensor::from_vec(idx, &[2, 3, 2]).unwrap();
+            let gi = index.cuda_on(0).unwrap();
+            let what = |op: &str| format!("{op} dim {dim} {dtype}");
+            assert_on_device_eq(
+                &ops::gather(&g, dim, &gi, false).unwrap(),
+                &ops::gather(&x, dim, &index, false).unwrap(),
+                &what("gather"),
+            );
+            assert_on_device_eq(
+                &ops::scatter(&g, dim, &gi, &gs).unwrap(),
+                &ops::scatter(&x, dim, &index, &src).unwrap(),
+                &what("scatter"),
+            );
+            let v = Scalar::Float(-2.5);
+            assert_on_device_eq(
+                &ops::scatter_value(&g, dim, &gi, v).unwrap(),
+                &ops::scatter_value(&x, dim, &index, v).unwrap(),
+                &what("scatter.value"),
+            );
+            let got = ops::scatter_add(&g, dim, &gi, &gs).unwrap();
+            assert_eq!(got.device(), GPU);
+            let tol = if dtype == ScalarType::F16 { 1e-3 } else { 1e-6 };
+            assert_close(
+                &got.cpu().unwrap(),
+                &ops::scatter_add(&x, dim, &index, &src).unwrap(),
+                tol,
+                &what("scatter_add"),
+            );
+            let e = ops::scatter_reduce(&g, dim, &gi, &gs, "multiply").unwrap_err().to_string();
+            assert!(e.contains("no cuda kernel"), "{e}");
+        }
+        let (v, i) = ops::topk(&g, 3, 1, true, true).unwrap();
+        let (cv, ci) = ops::topk(&x, 3, 1, true, true).unwrap();
+        assert_on_device_eq(&v, &cv, &format!("topk values {dtype}"));
+        assert_on_device_eq(&i, &ci, &format!("topk indices {dtype}"));
+    }
+    // nonzero: every dtype's zeros (NaN counts as nonzero), ranks 0 to 3, none at all.
+    let mut v = values(&sample(&[2, 3, 4], ScalarType::F64, 4));
+    v[5] = f64::NAN;
+    let special = Tensor::from_vec(v, &[2, 3, 4]).unwrap();
+    for dtype in [ScalarType::F32, ScalarType::F16, ScalarType::I64, ScalarType::U8, ScalarType::Bool] {
+        let x = ops::_to_copy(&special, Some(dtype), None, None, None, false, None).unwrap();
+        for t in [
+            x.clone(),
+            ops::select(&x, 0, 1).unwrap(),
+            ops::reshape(&x, &[-1]).unwrap(),
+            ops::zeros_like(&x, None, None, None, None, None).unwrap(),
+        ] {
+            let got = ops::nonzero(&t.cuda_on(0).unwrap()).unwrap();
+            assert_on_device_eq(&got, &ops::nonzero(&t).unwrap(), &format!("nonzero {dtype} {:?}", t.sizes()));
+        }
+    }
+    for s in [1.0f32, 0.0] {
+        let t = Tensor::from_vec(vec![s], &[]).unwrap();
+        assert_on_device_eq(&ops::nonzero(&t.cuda_on(0).unwrap()).unwrap(), &ops::nonzero(&t).unwrap(), "nonzero 0-d");
+    }
+    let g = sample(&[3, 4], ScalarType::F32, 1).cuda_on(0).unwrap();
+    let bad = Tensor::from_vec(vec![0i64, 4], &[1, 2]).unwrap().cuda_on(0).unwrap();
+    let cpu = ops::gather(&sample(&[3, 4], ScalarType::F32, 1), 1, &bad.cpu().unwrap(), false).unwrap_err();
+    let dev = ops::gather(&g, 1, &bad, false).unwrap_err();
+    assert_eq!(dev.to_string(), cpu.to_string());
+    assert!(ops::scatter_add(&g, 0, &bad, &g).is_err());
+    // The tensor is intact after the errors.
+    assert_close(&g.cpu().unwrap(), &sample(&[3, 4], ScalarType::F32, 1), 0.0, "intact");
+}
+
+/// Note [Pointwise losses on a device], Note [Normalisation on a device], the class losses and
+/// attention: computed on the device from its operators (no copy to the host except the target
+/// range check) and equal to the CPU within the rounding of float32 steps.
+#[test]
+fn losses_normalisation_and_attention_run_on_the_device() {
+    setup();
+    let copied = kernels_cuda::emu::host_bytes_copied;
+    for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::F16] {
+        let tol = if dtype == ScalarType::F16 {
+            4e-3
+        } else if dtype == ScalarType::F32 {
+            2e-5
+        } else {
+            1e-12
+        };
+        let x = sample(&[4, 6, 3], dtype, 3);
+        let y = ops::mul_scalar(&sample(&[4, 6, 3], dtype, 11), Scalar::Float(0.25)).unwrap();
+        let w = ops::add_scalar(&sample(&[6], dtype, 5), Scalar::Int(5), Scalar::Int(1)).unwrap();
+        let b = sample(&[6], dtype, 9);
+        let (gx, gy, gw, gb) =
+            (x.cuda_on(0).unwrap(), y.cuda_on(0).unwrap(), w.cuda_on(0).unwrap(), b.cuda_on(0).unwrap());
+        type Case<'a> = (String, Box<dyn Fn(&[&Tensor]) -> c10::Result<Tensor> + 'a>);
+        let mut cases: Vec<Case> = Vec::new();
+        for r in [0, 1, 2] {
+            cases.push((format!("mse {r}"), Box::new(move |t| ops::mse_loss(t[0], t[1], r))));
+            cases.push((format!("smooth_l1 {r}"), Box::new(move |t| ops::smooth_l1_loss(t[0], t[1], r, 0.75))));
+            cases.push((format!("huber {r}"), Box::new(move |t| ops::huber_loss(t[0], t[1], r, 1.5))));
+            cases.push((format!("kl_div {r}"), Box::new(move |t| ops::kl_div(t[0], &ops::abs(t[1])?, r, false))));
+            cases.push((format!("kl_div log {r}"), Box::new(move |t| ops::kl_div(t[0], t[1], r, true))));
+            cases.push((
+                format!("bce_with_logits {r}"),
+                Box::new(move |t| {
+                    let target = ops::sigmoid(t[1])?;
+                    let pw = ops::reshape(&ops::abs(t[2])?, &[6, 1])?;
+                    ops::binary_cross_entropy_with_logits(t[0], &target, None, Some(&pw), r)
+                }),
+            ));
+        }
+        cases.push(("log_sigmoid".into(), Box::new(|t| ops::log_sigmoid(t[0]))));
+        cases.push(("layer_norm".into(), Box::new(|t| Ok(ops::native_layer_norm(t[0], &[3], None, None, 1e-5)?.1))));
+        cases.push((
+            "layer_norm affine".into(),
+            Box::new(|t| {
+                let w = ops::reshape(&ops::narrow(t[2], 0, 0, 3)?, &[3])?;
+                Ok(ops::native_layer_norm(t[0], &[3], Some(&w), Some(&ops::narrow(t[3], 0, 0, 3)?), 1e-5)?.0)
+            }),
+        ));
+        cases.push((
+            "group_norm".into(),
+            Box::new(|t| Ok(ops::native_group_norm(t[0], Some(t[2]), Some(t[3]), 4, 6, 3, 3, 1e-5)?.0)),
+        ));
+        cases.push((
+            "group_norm rstd".into(),
+            Box::new(|t| Ok(ops::native_group_norm(t[0], None, None, 4, 6, 3, 2, 1e-5)?.2)),
+        ));
+        cases.push((
+            "batch_norm eval".into(),
+            Box::new(|t| {
+                let rv = ops::abs(t[2])?;
+                Ok(ops::native_batch_norm(t[0], Some(t[2]), Some(t[3]), Some(t[3]), Some(&rv), false, 0.1, 1e-5)?.0)
+            }),
+        ));
+        for (what, f) in &cases {
+            let got = f(&[&gx, &gy, &gw, &gb]).unwrap();
+            assert_eq!(got.device(), GPU, "{what} {dtype}: device");
+            assert_close(&got.cpu().unwrap(), &f(&[&x, &y, &w, &b]).unwrap(), tol, &format!("{what} {dtype}"));
+        }
+        // Training batch norm: output, saved statistics and the running statistics it updates.
+        let (rm, rv) = (sample(&[6], dtype, 1), ops::abs(&sample(&[6], dtype, 4)).unwrap());
+        let (grm, grv) = (rm.cuda_on(0).unwrap(), rv.cuda_on(0).unwrap());
+        let cpu = ops::native_batch_norm(&x, Some(&w), Some(&b), Some(&rm), Some(&rv), true, 0.2, 1e-5).unwrap();
+        let dev = ops::native_batch_norm(&gx, Some(&gw), Some(&gb), Some(&grm), Some(&grv), true, 0.2, 1e-5).unwrap();
+        for (k, (d, c)) in
+            [(&dev.0, &cpu.0), (&dev.1, &cpu.1), (&dev.2, &cpu.2), (&grm, &rm), (&grv, &rv)].into_iter().enumerate()
+        {
+            assert_eq!(d.device(), GPU);
+            assert_close(&d.cpu().unwrap(), c, tol, &format!("batch_norm training output {k} {dtype}"));
+        }
+        // Class losses: index targets (ignored ones, weights, smoothing, spatial) and
+        // probability targets; then attention with causal and boolean masks.
+        let logits = sample(&[5, 4], dtype, 6);
+        let target = Tensor::from_vec(vec![1i64, 3, -100, 0, 3], &[5]).unwrap();
+        let cw = ops::narrow(&w, 0, 0, 4).unwrap();
+        let (gl, gt, gcw) = (logits.cuda_on(0).unwrap(), target.cuda_on(0).unwrap(), cw.cuda_on(0).unwrap());
+        for r in [0, 1, 2] {
+            for ls in [0.0, 0.2] {
+                let ce = |l: &Tensor, t: &Tensor, w: &Tensor| ops::cross_entropy_loss(l, t, Some(w), r, -100, ls);
+                let got = ce(&gl, &gt, &gcw).unwrap();
+                assert_eq!(got.device(), GPU);
+                assert_close(
+                    &got.cpu().unwrap(),
+                    &ce(&logits, &target, &cw).unwrap(),
+                    tol,
+                    &format!("cross_entropy {r} {ls} {dtype}"),
+                );
+            }
+            let probs = ops::softmax(&sample(&[5, 4], dtype, 2), 1, None).unwrap();
+            let ce = |l: &Tensor, p: &Tensor| ops::cross_entropy_loss(l, p, None, r, -100, 0.1);
+            let got = ce(&gl, &probs.cuda_on(0).unwrap()).unwrap();
+            assert_close(
+                &got.cpu().unwrap(),
+                &ce(&logits, &probs).unwrap(),
+                tol,
+                &format!("cross_entropy probs {r} {dtype}"),
+            );
+            let nll = |l: &Tensor, t: &Tensor| ops::nll_loss(l, t, None, r, -100);
+            let got = nll(&gl, &gt).unwrap();
+            assert_close(&got.cpu().unwrap(), &nll(&logits, &target).unwrap(), tol, &format!("nll_loss {r} {dtype}"));
+        }
+        // Probability targets refuse `ignore_index` and a wrong weight with the CPU's errors.
+        let probs = ops::softmax(&logits, 1, None).unwrap();
+        let gp = probs.cuda_on(0).unwrap();
+        let short = ops::narrow(&w, 0, 0, 3).unwrap();
+        let gshort = short.cuda_on(0).unwrap();
+        for (what, dev, cpu) in [
+            (
+                "ignore_index",
+                ops::cross_entropy_loss(&gl, &gp, None, 1, 0, 0.0),
+                ops::cross_entropy_loss(&logits, &probs, None, 1, 0, 0.0),
+            ),
+            (
+                "weight",
+                ops::cross_entropy_loss(&gl, &gp, Some(&gshort), 1, -100, 0.0),
+                ops::cross_entropy_loss(&logits, &probs, Some(&short), 1, -100, 0.0),
+            ),
+        ] {
+            assert_eq!(dev.unwrap_err().to_string(), cpu.unwrap_err().to_string(), "{what} {dtype}");
+        }
+        let spatial = sample(&[2, 3, 2, 2], dtype, 8);
+        let st = Tensor::from_vec(vec![0i64, 2, 1, 1, 2, 0, 0, 1], &[2, 2, 2]).unwrap();
+        let ce = |l: &Tensor, t: &Tensor| ops::cross_entropy_loss(l, t, None, 1, -100, 0.0);
+        let got = ce(&spatial.cuda_on(0).unwrap(), &st.cuda_on(0).unwrap()).unwrap();
+        assert_close(&got.cpu().unwrap(), &ce(&spatial, &st).unwrap(), tol, &format!("cross_entropy spatial {dtype}"));
+        let bad = Tensor::from_vec(vec![1i64, 4, 0, 0, 0], &[5]).unwrap().cuda_on(0).unwrap();
+        let e = ops::nll_loss(&gl, &bad, None, 1, -100).unwrap_err().to_string();
+        assert!(e.contains("Target 4 is out of bounds."), "{e}");
+        let (q, k, v) = (sample(&[2, 3, 4], dtype, 1), sample(&[2, 5, 4], dtype, 2), sample(&[2, 5, 3], dtype, 3));
+        let (gq, gk, gv) = (q.cuda_on(0).unwrap(), k.cuda_on(0).unwrap(), v.cuda_on(0).unwrap());
+        let mut mask_v = vec![true; 15];
+        mask_v[3..5].iter_mut().for_each(|m| *m = false);
+        mask_v[5..10].iter_mut().for_each(|m| *m = false);
+        let mask = Tensor::from_vec(mask_v, &[3, 5]).unwrap();
+        let gm = mask.cuda_on(0).unwrap();
+        let before = copied();
+        let causal = ops::scaled_dot_product_attention(&gq, &gk, &gv, None, 0.0, true, None, false).unwrap();
+        let masked = ops::scaled_dot_product_attention(&gq, &gk, &gv, Some(&gm), 0.0, false, Some(0.3), false).unwrap();
+        assert_eq!(copied(), before, "attention copied to the host");
+        let sdpa = |m: Option<&Tensor>, c: bool, s: Option<f64>| {
+            ops::scaled_dot_product_attention(&q, &k, &v, m, 0.0, c, s, false).unwrap()
+        };
+        assert_close(&causal.cpu().unwrap(), &sdpa(None, true, None), tol, &format!("sdpa causal {dtype}"));
+        // Row 1 of the mask allows nothing: zeros, as PyTorch's safe softmax.
+        assert_close(
+            &masked.cpu().unwrap(),
+            &sdpa(Some(&mask), false, Some(0.3)),
+            tol,
+            &format!("sdpa masked {dtype}"),
+        );
+    }
+}
+
+/// Pooling (max with indices, average with every divisor rule, adaptive, 1-d to 3-d, strides,
+/// padding, dilation and ceil mode), max pooling's backward and nearest upsampling
+/// run on the device and equal the CPU's results; maxima and their indices exactly, with NaN
+/// and ties in the windows. No call copies anything from the device to the host.
+#[test]
+fn pooling_and_upsampling_run_on_the_device_and_match_the_cpu() {
+    setup();
+    let copied = kernels_cuda::emu::host_bytes_copied;
+    for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::F16] {
+        let tol = if dtype == ScalarType::F16 { 4e-3 } else { 1e-6 };
+        let x2 = sample(&[2, 3, 7, 6], dtype, 2);
+        // A NaN in one window (the CPU keeps it and its index).
+        let x2 = ops::index_put(
+            &x2,
+            &[Some(Tensor::from_vec(vec![1i64], &[1]).unwrap()), None, None, None],
+            &ops::full(&[1], Scalar::Float(f64::NAN), Some(dtype), None, None, None).unwrap(),
+            false,
+        )
+        .unwrap();
+        let x1 = sample(&[2, 3, 11], dtype, 5);
+        let x3 = sample(&[1, 2, 5, 4, 6], dtype, 7);
+        let (g1, g2, g3) = (x1.cuda_on(0).unwrap(), x2.cuda_on(0).unwrap(), x3.cuda_on(0).unwrap());
+        // (what, values, indices) on both devices.
+        type Pool<'a> = (String, Box<dyn Fn(&Tensor, &Tensor, &Tensor) -> c10::Result<(Tensor, Option<Tensor>)> + 'a>);
+        let mut cases: Vec<Pool> = Vec::new();
+        for (k, s, p, d, ceil) in [
+            ([2, 2], [2, 2], [0, 0], [1, 1], false),
+            ([3, 2], [2, 1], [1, 1], [1, 2], true),
+            ([3, 3], [1, 2], [1, 0], [2, 1], false),
+        ] {
+            cases.push((
+                format!("max_pool2d {k:?} {s:?} {p:?} {d:?} {ceil}"),
+                Box::new(move |_, x, _| {
+                    let (v, i) = ops::max_pool2d_with_indices(x, &k, &s, &p, &d, ceil)?;
+                    Ok((v, Some(i)))
+                }),
+            ));
+            for (pad, div) in [(true, None), (false, None), (false, Some(-4))] {
+                cases.push((
+                    format!("avg_pool2d {k:?} {s:?} {p:?} {ceil} {pad} {div:?}"),
+                    Box::new(move |_, x, _| Ok((ops::avg_pool2d(x, &k, &s, &p, ceil, pad, div)?, None))),
+                ));
+            }
+        }
+        cases.push((
+            "max_pool1d".into(),
+            Box::new(|x, _, _| Ok((ops::max_pool1d(x, &[3], &[2], &[1], &[2], true)?, None))),
+        ));
+        cases.push((
+            "max_pool3d".into(),
+            Box::new(|_, _, x| {
+                let (v, i) = ops::max_pool3d_with_indices(x, &[2, 3, 2], &[1, 2, 2], &[1, 1, 0], &[2, 1, 1], false)?;
+                Ok((v, Some(i)))
+            }),
+        ));
+        cases.push((
+            "avg_pool3d".into(),
+            Box::new(|_, _, x| Ok((ops::avg_pool3d(x, &[2, 2, 3], &[2, 1, 2], &[1, 0, 1], true, false, None)?, None))),
+        ));
+        for o in [[1, 1], [3, 4], [5, 2], [7, 6]] {
+            cases.push((
+                format!("adaptive_avg_pool2d {o:?}"),
+                Box::new(move |_, x, _| Ok((ops::adaptive_avg_pool2d(x, &o)?, None))),
+            ));
+            cases.push((
+                format!("adaptive_max_pool2d {o:?}"),
+                Box::new(move |_, x, _| {
+                    let (v, i) = ops::adaptive_max_pool2d(x, &o)?;
+                    Ok((v, Some(i)))
+                }),
+            ));
+        }
+        cases.push((
+            "adaptive_avg_pool3d".into(),
+            Box::new(|_, _, x| Ok((ops::adaptive_avg_pool3d(x, &[3, 2, 4])?, None))),
+        ));
+        cases.push((
+            "upsample_nearest2d size".into(),
+            Box::new(|_, x, _| Ok((ops::upsample_nearest2d(x, Some(&[10, 13]), None)?, None))),
+        ));
+        cases.push((
+            "upsample_nearest2d scale".into(),
+            Box::new(|_, x, _| Ok((ops::upsample_nearest2d(x, None, Some(&[2.0, 0.5]))?, None))),
+        ));
+        cases.push((
+            "upsample_nearest1d".into(),
+            Box::new(|x, _, _| Ok((ops::upsample_nearest1d(x, Some(&[17]), None)?, None))),
+        ));
+        cases.push((
+            "upsample_nearest3d".into(),
+            Box::new(|_, _, x| Ok((ops::upsample_nearest3d(x, None, Some(&[1.5, 2.0, 0.5]))?, None))),
+        ));
+        for (what, f) in &cases {
+            let what = format!("{what} {dtype}");
+            let at = copied();
+            let (v, i) = f(&g1, &g2, &g3).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(copied(), at, "{what}: copied to the host");
+            let (cv, ci) = f(&x1, &x2, &x3).unwrap();
+            assert_eq!(v.device(), GPU, "{what}: device");
+            assert_close(&v.cpu().unwrap(), &cv, if what.contains("avg") { tol } else { 0.0 }, &what);
+            if let (Some(i), Some(ci)) = (i, ci) {
+                assert_on_device_eq(&i, &ci, &format!("{what} indices"));
+            }
+        }
+        // Max pooling's backward: each gradient added at its maximum's index (windows overlap).
+        let (v, i) = ops::max_pool2d_with_indices(&x2, &[3, 2], &[1, 1], &[1, 0], &[1, 1], false).unwrap();
+        let (_, gi) = ops::max_pool2d_with_indices(&g2, &[3, 2], &[1, 1], &[1, 0], &[1, 1], false).unwrap();
+        let grad = sample(v.sizes(), dtype, 4);
+        let back = |g: &Tensor, x: &Tensor, i: &Tensor| {
+            ops::max_pool2d_with_indices_backward(g, x, &[3, 2], &[1, 1], &[1, 0], &[1, 1], false, i)
+        };
+        let got = back(&grad.cuda_on(0).unwrap(), &g2, &gi).unwrap();
+        assert_eq!(got.device(), GPU);
+        assert_close(&got.cpu().unwrap(), &back(&grad, &x2, &i).unwrap(), tol, &format!("max_pool2d backward {dtype}"));
+    }
+    // Integer max pooling runs on the device; integer average pooling has no CUDA kernel (as
+    // PyTorch's) and says so.
+    let xi =
+        ops::_to_copy(&sample(&[2, 5, 6], ScalarType::F32, 3), Some(ScalarType::I64), None, None, None, false, None)
+            .unwrap();
+    let gi = xi.cuda_on(0).unwrap();
+    let (v, i) = ops::max_pool2d_with_indices(&gi, &[2, 3], &[2, 1], &[1, 1], &[1, 1], true).unwrap();
+    let (cv, ci) = ops::max_pool2d_with_indices(&xi, &[2, 3], &[2, 1], &[1, 1], &[1, 1], true).unwrap();
+    assert_on_device_eq(&v, &cv, "max_pool2d int64");
+    assert_on_device_eq(&i, &ci, "max_pool2d int64 indices");
+    let e = ops::avg_pool2d(&gi, &[2, 2], &[], &[0, 0], false, true, None).unwrap_err();
+    assert!(matches!(e, Error::UnsupportedDtype { .. } | Error::NotImplemented { .. }), "{e}");
+    // divisor_override=0: the CPU's error.
+    let x = sample(&[1, 1, 4, 4], ScalarType::F32, 1);
+    let avg0 = |x: &Tensor| ops::avg_pool2d(x, &[2, 2], &[], &[0, 0], false, true, Some(0)).unwrap_err().to_string();
+    assert_eq!(avg0(&x.cuda_on(0).unwrap()), avg0(&x));
+}
+
+/// `glu`, `prelu` (one weight and one per channel) and `instance_norm` (input statistics with
+/// running statistics updated, and running statistics used) run on the device as compositions
+/// and match the CPU's kernels.
+#[test]
+fn glu_prelu_and_instance_norm_run_on_the_device() {
+    setup();
+    for dtype in [ScalarType::F32, ScalarType::F64] {
+        let tol = if dtype == ScalarType::F32 { 2e-5 } else { 1e-12 };
+        let x = sample(&[3, 4, 5], dtype, 2);
+        let gx = x.cuda_on(0).unwrap();
+        let got = ops::glu(&gx, 1).unwrap();
+        assert_eq!(got.device(), GPU);
+        assert_close(&got.cpu().unwrap(), &ops::glu(&x, 1).unwrap(), tol, &format!("glu {dtype}"));
+        for w in [sample(&[1], dtype, 3), sample(&[4], dtype, 5)] {
+            let got = ops::prelu(&gx, &w.cuda_on(0).unwrap()).unwrap();
+            assert_eq!(got.device(), GPU);
+            assert_close(&got.cpu().unwrap(), &ops::prelu(&x, &w).unwrap(), tol, &format!("prelu {dtype}"));
+        }
+        let (w, b) = (sample(&[4], dtype, 7), sample(&[4], dtype, 8));
+        for use_input_stats in [true, false] {
+            let (rm, rv) = (sample(&[4], dtype, 1), ops::abs(&sample(&[4], dtype, 4)).unwrap());
+            let (grm, grv) = (rm.cuda_on(0).unwrap(), rv.cuda_on(0).unwrap());
+            let norm = |x: &Tensor, w: &Tensor, b: &Tensor, rm: &Tensor, rv: &Tensor| {
+                ops::instance_norm(x, Some(w), Some(b), Some(rm), Some(rv), use_input_stats, 0.3, 1e-5, false).unwrap()
+            };
+            let got = norm(&gx, &w.cuda_on(0).unwrap(), &b.cuda_on(0).unwrap(), &grm, &grv);
+            let want = norm(&x, &w, &b, &rm, &rv);
+            let what = format!("instance_norm {use_input_stats} {dtype}");
+            assert_eq!(got.device(), GPU);
+            assert_close(&got.cpu().unwrap(), &want, tol, &what);
+            assert_close(&grm.cpu().unwrap(), &rm, tol, &format!("{what} running mean"));
+            assert_close(&grv.cpu().unwrap(), &rv, tol, &format!("{what} running var"));
+        }
+    }
 }

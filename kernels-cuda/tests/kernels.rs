@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 use c10::{bf16, f16, Element};
-use kernels_cuda::args::{KcGeometry, KcReduction, KcRemap};
+use kernels_cuda::args::{KcColumns, KcGeometry, KcPool, KcReduction, KcRemap};
 use kernels_cuda::driver::{self, DevicePtr, Driver, DriverKind, KernelArgs, LaunchConfig, StreamId};
 use kernels_cuda::geometry;
 
@@ -467,15 +467,77 @@ fn unary_float_ops_match_rust_math() {
         run::<f16>(&xs, op, f, 1e-3);
         run::<bf16>(&xs, op, f, 8e-3);
     }
+    // The rest, as aten's CPU bodies (native/unary.rs) define them; the device's libm may differ
+    // from Rust's by a few ulps, hence the looser f64 and f32 bounds.
+    let xs: Vec<f64> = vec![-3.5, -1.0, -0.25, 0.0, 0.3, 1.0, 2.5, 10.0, f64::NAN, f64::INFINITY];
+    let more: [UnaryCase<f64>; 29] = [
+        ("exp2", f64::exp2),
+        ("expm1", f64::exp_m1),
+        ("log2", f64::log2),
+        ("log10", f64::log10),
+        ("log1p", f64::ln_1p),
+        ("rsqrt", |x| 1.0 / x.sqrt()),
+        ("reciprocal", |x| 1.0 / x),
+        ("tan", f64::tan),
+        ("asin", f64::asin),
+        ("acos", f64::acos),
+        ("atan", f64::atan),
+        ("sinh", f64::sinh),
+        ("cosh", f64::cosh),
+        ("asinh", f64::asinh),
+        ("acosh", f64::acosh),
+        ("atanh", f64::atanh),
+        ("erf", libm::erf),
+        ("erfc", libm::erfc),
+        ("floor", f64::floor),
+        ("ceil", f64::ceil),
+        ("trunc", f64::trunc),
+        ("round", f64::round_ties_even),
+        ("frac", |x| x - x.trunc()),
+        ("sign", |x| ((0.0 < x) as i32 - (x < 0.0) as i32) as f64),
+        ("silu", |x| x / (1.0 + (-x).exp())),
+        ("mish", |x| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh()),
+        ("hardsigmoid", |x| (x / 6.0 + 0.5).clamp(0.0, 1.0)),
+        ("hardswish", |x| x * (x + 3.0).clamp(0.0, 6.0) / 6.0),
+        ("selu", |x| {
+            let (alpha, scale) = (1.673_263_242_354_377_2, 1.050_700_987_355_480_5);
+            if x > 0.0 {
+                scale * x
+            } else {
+                scale * alpha * x.exp_m1()
+            }
+        }),
+    ];
+    for (op, f) in more {
+        run::<f64>(&xs, op, f, 1e-13);
+        run::<f32>(&xs, op, f, 1e-5);
+        run::<f16>(&xs, op, f, 1e-3);
+        run::<bf16>(&xs, op, f, 8e-3);
+    }
 }
 
 fn unary_integer_ops_wrap_like_the_cpu() {
     fn run<T: Suffix + IntOps>() {
         let xs: Vec<T> = [0i64, 1, -1, 5, -7, i64::MIN, i64::MAX].map(T::from_i64).to_vec();
-        let ops: [UnaryCase<T>; 3] = [
+        let ops: [UnaryCase<T>; 9] = [
             ("neg", |x| x.wrapping_neg()),
             ("abs", |x| if x < T::default() { x.wrapping_neg() } else { x }),
             ("relu", |x| if x > T::default() { x } else { T::default() }),
+            // Integers are whole: the roundings and frac (as aten's CPU body) are the identity.
+            ("floor", |x| x),
+            ("ceil", |x| x),
+            ("trunc", |x| x),
+            ("round", |x| x),
+            ("frac", |x| x),
+            ("sign", |x| {
+                if x > T::default() {
+                    T::from_i64(1)
+                } else if x < T::default() {
+                    T::from_i64(-1)
+                } else {
+                    T::default()
+                }
+            }),
         ];
         let (bi, g) = (Buf::from(&xs), contiguous_geometry(xs.len(), 2));
         for (op, f) in ops {
@@ -1285,6 +1347,554 @@ fn spmm_sums_each_rows_elements() {
     check::<bf16>();
 }
 
+/// `im2col_<T>` and `col2im_<T>`: the column matrix of 1-d, 2-d and 3-d windows with strides,
+/// padding and dilation (zeros in the padding), and its adjoint summing every column entry back
+/// into the image element it read, against naive host loops.
+fn columns_unfold_and_fold_against_host_loops() {
+    // (n, channels, input, kernel, stride, padding, dilation)
+    type Case = (i64, i64, [i64; 3], [i64; 3], [i64; 3], [i64; 3], [i64; 3]);
+    let cases: [Case; 4] = [
+        (2, 3, [1, 1, 7], [1, 1, 3], [1, 1, 2], [0, 0, 1], [1, 1, 1]),
+        (1, 2, [1, 5, 6], [1, 3, 2], [1, 1, 2], [0, 2, 1], [1, 2, 1]),
+        (2, 1, [3, 4, 3], [2, 2, 2], [2, 1, 1], [1, 0, 1], [1, 1, 2]),
+        (1, 2, [1, 3, 3], [1, 3, 3], [1, 3, 3], [0, 0, 0], [1, 1, 1]),
+    ];
+    fn check<T: Suffix>(c: &Case) {
+        let &(n, channels, input, kernel, stride, padding, dilation) = c;
+        let out: [i64; 3] =
+            std::array::from_fn(|d| (input[d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1) / stride[d] + 1);
+        let (k, l, plane) =
+            (kernel.iter().product::<i64>(), out.iter().product::<i64>(), input.iter().product::<i64>());
+        let g = KcColumns { n, channels, input, kernel, out, stride, padding, dilation };
+        let image_len = (n * channels * plane) as usize;
+        let cols_len = (n * channels * k * l) as usize;
+        let images: Vec<T> = (0..image_len).map(|i| T::from_f64((i % 13) as f64 * 0.5 - 3.0)).collect();
+        let cols_in: Vec<T> = (0..cols_len).map(|i| T::from_f64((i % 11) as f64 * 0.25 - 1.0)).collect();
+        // The naive loops: every (image-channel, kernel offset, window position).
+        let mut want_cols = vec![0.0f64; cols_len];
+        let mut want_images = vec![0.0f64; image_len];
+        for ic in 0..n * channels {
+            for (row, (a, b, e)) in (0..kernel[0])
+                .flat_map(|a| (0..kernel[1]).flat_map(move |b| (0..kernel[2]).map(move |e| (a, b, e))))
+                .enumerate()
+            {
+                for (pos, (z, y, x)) in (0..out[0])
+                    .flat_map(|z| (0..out[1]).flat_map(move |y| (0..out[2]).map(move |x| (z, y, x))))
+                    .enumerate()
+                {
+                    let at = [
+                        z * stride[0] + a * dilation[0] - padding[0],
+                        y * stride[1] + b * dilation[1] - padding[1],
+                        x * stride[2] + e * dilation[2] - padding[2],
+                    ];
+                    let c_at = ((ic * k + row as i64) * l) as usize + pos;
+                    if (0..3).all(|d| at[d] >= 0 && at[d] < input[d]) {
+                        let i_at = (((ic * input[0] + at[0]) * input[1] + at[1]) * input[2] + at[2]) as usize;
+                        want_cols[c_at] = images[i_at].to_f64();
+                        want_images[i_at] += cols_in[c_at].to_f64();
+                    }
+                }
+            }
+        }
+        let tol = if T::DTYPE.size() == 2 { 2e-2 } else { 1e-6 };
+        let x = Buf::from(&images);
+        let cols = Buf::from(&vec![T::from_f64(9.0); cols_len]);
+        let name = format!("im2col_{}", T::SFX);
+        let mut args = KernelArgs::new();
+        args.push(g).push(cols.ptr).push(x.ptr);
+        launch(&name, &geometry::elementwise_launch(cols_len as i64, StreamId::DEFAULT), &mut args).unwrap();
+        let got: Vec<f64> = cols.read().iter().map(|v| v.to_f64()).collect();
+        assert_eq!(got, want_cols, "{name} {c:?}");
+        let c_in = Buf::from(&cols_in);
+        let y = Buf::from(&vec![T::from_f64(9.0); image_len]);
+        let name = format!("col2im_{}", T::SFX);
+        let mut args = KernelArgs::new();
+        args.push(g).push(y.ptr).push(c_in.ptr);
+        launch(&name, &geometry::elementwise_launch(image_len as i64, StreamId::DEFAULT), &mut args).unwrap();
+        for (i, (got, want)) in y.read().iter().map(|v| v.to_f64()).zip(&want_images).enumerate() {
+            assert!(
+                (got - want).abs() <= tol * want.abs().max(1.0),
+                "{name} {c:?} element {i}: got {got}, want {want}"
+            );
+        }
+    }
+    for c in &cases {
+        check::<f32>(c);
+        check::<f64>(c);
+        check::<f16>(c);
+        check::<bf16>(c);
+    }
+}
+
+/// `pool_max_<T>` and `pool_avg_<T>` over window tables (strided with padding and dilation, a
+/// ceil-mode last window, and adaptive windows), against naive host loops over the same
+/// windows: the first maximum's index (ties), NaN replacing the running maximum (the last
+/// NaN's index), -inf kept, and averages over each divisor (the padded count, the count inside
+/// the input, an override).
+fn pooling_windows_match_host_loops() {
+    type Windows = Vec<[i64; 4]>;
+    // Windows of one dim: (first, step, count, padded_count), from the taps start + j * d.
+    fn strided(input: i64, k: i64, s: i64, p: i64, d: i64, out: i64) -> Windows {
+        (0..out)
+            .map(|o| {
+                let start = o * s - p;
+                let taps: Vec<i64> = (0..k).map(|j| start + j * d).filter(|&i| i >= 0 && i < input).collect();
+                [taps[0], d, taps.len() as i64, ((start + k).min(input + p) - start).max(0)]
+            })
+            .collect()
+    }
+    fn adaptive(input: i64, out: i64) -> Windows {
+        (0..out)
+            .map(|o| {
+                let (a, b) = (o * input / out, ((o + 1) * input + out - 1) / out);
+                [a, 1, b - a, b - a]
+            })
+            .collect()
+    }
+    let unit = || vec![[0, 1, 1, 1]];
+    // (planes, input, windows of each dim)
+    let cases: Vec<(i64, [i64; 3], [Windows; 3])> = vec![
+        (3, [1, 1, 9], [unit(), unit(), strided(9, 3, 2, 1, 1, 5)]),
+        (2, [1, 6, 7], [unit(), strided(6, 3, 2, 1, 2, 2), strided(7, 2, 1, 0, 1, 6)]),
+        (2, [1, 6, 5], [unit(), strided(6, 3, 2, 1, 1, 4), adaptive(5, 3)]),
+        (2, [3, 5, 4], [adaptive(3, 2), adaptive(5, 3), adaptive(4, 3)]),
+    ];
+    fn run<T: Suffix + PartialEq>(case: &(i64, [i64; 3], [Windows; 3]), x: &[T], avg: Option<(i64, bool)>) {
+        let (planes, input, wins) = case;
+        let out: [i64; 3] = std::array::from_fn(|d| wins[d].len() as i64);
+        let (in_plane, out_plane) = (input.iter().product::<i64>() as usize, out.iter().product::<i64>() as usize);
+        let total = *planes as usize * out_plane;
+        let table: Vec<i64> = wins.iter().flatten().flatten().copied().collect();
+        let (divisor, include_pad) = avg.unwrap_or((0, false));
+        let g = KcPool { planes: *planes, input: *input, out, divisor, include_pad: include_pad as i32, unused: 0 };
+        let xs = Buf::from(x);
+        let tb = Buf::from(&table);
+        let o = Buf::from(&vec![T::from_f64(7.0); total]);
+        let ix = Buf::from(&vec![-5i64; total]);
+        let name = format!("pool_{}_{}", if avg.is_some() { "avg" } else { "max" }, T::SFX);
+        let mut args = KernelArgs::new();
+        args.push(g).push(o.ptr);
+        if avg.is_none() {
+            args.push(ix.ptr);
+        }
+        args.push(xs.ptr).push(tb.ptr);
+        launch(&name, &geometry::elementwise_launch(total as i64, StreamId::DEFAULT), &mut args).unwrap();
+        let (got, got_i) = (o.read(), ix.read());
+        let positions = |w: &[i64; 4]| {
+            let [first, step, count, _] = *w;
+            (0..count).map(move |j| first + j * step)
+        };
+        let mut k = 0;
+        for p in 0..*planes as usize {
+            let xp = &x[p * in_plane..(p + 1) * in_plane];
+            for wd in &wins[0] {
+                for wh in &wins[1] {
+                    for ww in &wins[2] {
+                        let cells: Vec<usize> = positions(wd)
+                            .flat_map(|a| positions(wh).map(move |b| (a, b)))
+                            .flat_map(|(a, b)| positions(ww).map(move |c| ((a * input[1] + b) * input[2] + c) as usize))
+                            .collect();
+                        let at = format!("{name} {input:?} output {k}");
+                        match avg {
+                            None => {
+                                let mut best = cells[0];
+                                for &c in &cells {
+                                    let (v, b) = (xp[c].to_f64(), xp[best].to_f64());
+                                    if v > b || v.is_nan() {
+                                        best = c;
+                                    }
+                                }
+                                assert_eq!(got_i[k], best as i64, "{at}: index");
+                                let (g, w) = (got[k].to_f64(), xp[best].to_f64());
+                                assert!(g == w || (g.is_nan() && w.is_nan()), "{at}: got {g}, want {w}");
+                            }
+                            Some((d, pad)) => {
+                                let sum: f64 = cells.iter().map(|&c| xp[c].to_f64()).sum();
+                                let div = match (d, pad) {
+                                    (0, true) => wd[3] * wh[3] * ww[3],
+                                    (0, false) => cells.len() as i64,
+                                    (d, _) => d,
+                                };
+                                let (g, w) = (got[k].to_f64(), sum / div as f64);
+                                let tol = if T::DTYPE.size() == 2 { 2e-2 } else { 1e-6 };
+                                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{at}: got {g}, want {w}");
+                            }
+                        }
+                        k += 1;
+                    }
+                }
+            }
+        }
+    }
+    fn check<T: Suffix + PartialEq>(cases: &[(i64, [i64; 3], [Windows; 3])]) {
+        let float = T::DTYPE.is_floating_point();
+        for c in cases {
+            let n = (c.0 * c.1.iter().product::<i64>()) as usize;
+            // Repeated values (ties), and for floats a NaN pair and -inf in some windows.
+            let x: Vec<T> = (0..n)
+                .map(|i| match i {
+                    _ if float && (i % 17 == 5 || i % 17 == 7) => T::from_f64(f64::NAN),
+                    _ if float && i % 13 == 3 => T::from_f64(f64::NEG_INFINITY),
+                    _ => T::from_f64(((i * 7) % 5) as f64 + if float { 0.5 } else { 0.0 }),
+                })
+                .collect();
+            run::<T>(c, &x, None);
+            if float {
+                let finite: Vec<T> = (0..n).map(|i| T::from_f64(((i * 7) % 9) as f64 * 0.25 - 1.0)).collect();
+                for avg in [(0, true), (0, false), (-3, false)] {
+                    run::<T>(c, &finite, Some(avg));
+                }
+            }
+        }
+    }
+    check::<f32>(&cases);
+    check::<f64>(&cases);
+    check::<f16>(&cases);
+    check::<bf16>(&cases);
+    check::<i64>(&cases);
+    check::<i32>(&cases);
+    check::<i16>(&cases);
+    check::<i8>(&cases);
+    check::<u8>(&cases);
+}
+
+/// `atan2`, `pow`, `fmod`, `remainder` and `lerp` (both of its formulas) on floats, the
+/// parameterised activations (`leaky_relu`, `hardtanh`, `elu`, `softplus`, `logit` with and
+/// without eps, `gelu` exact and tanh), against f64 references of aten's CPU bodies; and the
+/// integer `pow` (negative exponents as PyTorch's powi), `fmod` and `remainder` exactly.
+fn more_float_functions_and_integer_arithmetic_match_references() {
+    type Binary = (&'static str, Option<f64>, fn(f64, f64) -> f64);
+    let binaries: [Binary; 7] = [
+        ("atan2", None, f64::atan2),
+        ("pow", None, f64::powf),
+        ("fmod", None, |x, y| x % y),
+        ("remainder", None, |x, y| {
+            let m = x % y;
+            if m != 0.0 && ((y < 0.0) != (m < 0.0)) {
+                m + y
+            } else {
+                m
+            }
+        }),
+        ("lerp", Some(0.25), |s, e| s + 0.25 * (e - s)),
+        ("lerp", Some(0.75), |s, e| e - (e - s) * (1.0 - 0.75)),
+        ("lerp", Some(-1.5), |s, e| e - (e - s) * (1.0 + 1.5)),
+    ];
+    type Param = (&'static str, [f64; 3], fn(f64) -> f64);
+    let params: [Param; 9] = [
+        ("leaky_relu", [0.2, 0.0, 0.0], |x| if x > 0.0 { x } else { 0.2 * x }),
+        ("hardtanh", [-0.5, 2.0, 0.0], |x| if x.is_nan() { x } else { x.clamp(-0.5, 2.0) }),
+        ("elu", [1.5, 2.0, 0.5], |x| if x > 0.0 { 2.0 * x } else { (0.5 * x).exp_m1() * 1.5 * 2.0 }),
+        ("softplus", [2.0, 3.0, 0.0], |x| if 2.0 * x > 3.0 { x } else { (2.0 * x).exp().ln_1p() / 2.0 }),
+        ("logit", [0.0, 0.0, 0.0], |x| (x / (1.0 - x)).ln()),
+        ("logit", [0.25, 1.0, 0.0], |x| {
+            let z = x.clamp(0.25, 0.75);
+            (z / (1.0 - z)).ln()
+        }),
+        ("gelu", [0.0; 3], |x| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))),
+        ("gelu_tanh", [0.0; 3], |x| {
+            0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+        }),
+        ("hardtanh", [0.0, 6.0, 0.0], |x| if x.is_nan() { x } else { x.clamp(0.0, 6.0) }),
+    ];
+    // Relative, and absolute below 1: `gelu`'s `1 + erf(x / sqrt 2)` cancels for negative x in
+    // the opmath type, on the CPU and in PyTorch's CUDA kernel alike.
+    fn close(got: f64, want: f64, rel: f64) -> bool {
+        (got.is_nan() && want.is_nan()) || got == want || (got - want).abs() <= rel * want.abs().max(1.0)
+    }
+    fn run<T: Suffix>(binaries: &[Binary], params: &[Param], rel: f64) {
+        let xs: Vec<f64> = vec![-3.5, -1.0, -0.25, 0.0, 0.3, 0.6, 1.0, 2.5, 7.0, f64::NAN];
+        let ys: Vec<f64> = vec![2.0, -1.5, 0.5, 3.0, -0.75, 2.0, 0.25, -2.0, 1.5, 1.0];
+        let (a, b): (Vec<T>, Vec<T>) =
+            (xs.iter().map(|&x| T::from_f64(x)).collect(), ys.iter().map(|&y| T::from_f64(y)).collect());
+        let (ba, bb, g) = (Buf::from(&a), Buf::from(&b), contiguous_geometry(xs.len(), 3));
+        for &(op, w, f) in binaries {
+            let out = Buf::<T>::zeroed(xs.len());
+            let name = format!("{op}_{}", T::SFX);
+            let mut args = KernelArgs::new();
+            args.push(g).push(out.ptr).push(ba.ptr).push(bb.ptr);
+            if let Some(w) = w {
+                args.push(w);
+            }
+            launch(&name, &cfg(&g), &mut args).unwrap();
+            for ((x, y), v) in a.iter().zip(&b).zip(out.read()) {
+                let (want, got) = (f(x.to_f64(), y.to_f64()), v.to_f64());
+                assert!(close(got, want, rel), "{name}({x:?}, {y:?}) = {got}, want {want}");
+            }
+        }
+        let g2 = contiguous_geometry(xs.len(), 2);
+        for &(op, p, f) in params {
+            let out = Buf::<T>::zeroed(xs.len());
+            let name = format!("{op}_{}", T::SFX);
+            let mut args = KernelArgs::new();
+            args.push(g2).push(out.ptr).push(ba.ptr).push(p[0]).push(p[1]).push(p[2]);
+            launch(&name, &cfg(&g2), &mut args).unwrap();
+            for (x, v) in a.iter().zip(out.read()) {
+                let (want, got) = (f(x.to_f64()), v.to_f64());
+                assert!(close(got, want, rel), "{name}{p:?}({x:?}) = {got}, want {want}");
+            }
+        }
+    }
+    run::<f64>(&binaries, &params, 1e-13);
+    run::<f32>(&binaries, &params, 1e-5);
+    run::<f16>(&binaries, &params, 2e-3);
+    run::<bf16>(&binaries, &params, 1.6e-2);
+    fn ints<T: Suffix + IntOps>() {
+        let signed = T::from_i64(-1).to_f64() < 0.0;
+        let xs: Vec<i64> =
+            if signed { vec![7, -7, 0, 5, -128, 3, -2, 1, -1] } else { vec![7, 200, 0, 5, 128, 3, 2, 1, 9] };
+        let ys: Vec<i64> = if signed { vec![3, 3, 2, -3, -1, 4, 3, -2, -3] } else { vec![3, 7, 2, 4, 255, 4, 3, 5, 2] };
+        let (a, b): (Vec<T>, Vec<T>) =
+            (xs.iter().map(|&x| T::from_i64(x)).collect(), ys.iter().map(|&y| T::from_i64(y)).collect());
+        let (ba, bb, g) = (Buf::from(&a), Buf::from(&b), contiguous_geometry(xs.len(), 3));
+        for op in ["pow", "fmod", "remainder"] {
+            let out = Buf::<T>::zeroed(xs.len());
+            let name = format!("{op}_{}", T::SFX);
+            launch(&name, &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(ba.ptr).push(bb.ptr)).unwrap();
+            let want: Vec<T> = a
+                .iter()
+                .zip(&b)
+                .map(|(&x, &y)| {
+                    let (p, q) = (x.to_f64() as i128, y.to_f64() as i128);
+                    let r = match op {
+                        "pow" if q < 0 => match p {
+                            1 => 1,
+                            -1 => {
+                                if q % 2 == 0 {
+                                    1
+                                } else {
+                                    -1
+                                }
+                            }
+                            _ => 0,
+                        },
+                        "pow" => (0..q).fold(1i128, |acc, _| acc.wrapping_mul(p) % (1i128 << 64)),
+                        "fmod" => p % q,
+                        _ => ((p % q) + q) % q,
+                    };
+                    T::from_i64(r as i64)
+                })
+                .collect();
+            assert_eq!(out.read(), want, "{name}({xs:?}, {ys:?})");
+        }
+    }
+    ints::<u8>();
+    ints::<i8>();
+    ints::<i16>();
+    ints::<i32>();
+    ints::<i64>();
+}
+
+/// `where`, `masked_fill` and `logical_not` for every dtype, the bool `logical_and/or/xor`, the
+/// floating predicates (`isnan`, `isinf`, `isfinite`, `isposinf`, `isneginf`), `addcmul` and
+/// `addcdiv` (integers wrap), rounded division (`div_trunc`, `div_floor`: Python's floor
+/// division, a signed -1 divisor wrapping) and the scans (`cumsum`, `cumprod`) against host
+/// references.
+fn selection_predicates_rounded_division_and_scans_match_references() {
+    let cond = [true, false, false, true, true, false, true, false, true];
+    let n = cond.len();
+    fn select_and_fill<T: Suffix>(cond: &[bool]) {
+        let n = cond.len();
+        let a: Vec<T> = (0..n).map(|i| T::from_i64(i as i64 + 1)).collect();
+        let b: Vec<T> = (0..n).map(|i| T::from_i64(-(i as i64) * 3)).collect();
+        let (bc, ba, bb) = (Buf::from(cond), Buf::from(&a), Buf::from(&b));
+        // `b` broadcast from its first element: a zero stride.
+        let strides: [&[i64]; 4] = [&[1], &[1], &[1], &[0]];
+        let g = geometry::elementwise(&[n as i64], &strides).unwrap();
+        let out = Buf::<T>::zeroed(n);
+        let name = format!("where_{}", T::SFX);
+        launch(&name, &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(bc.ptr).push(ba.ptr).push(bb.ptr))
+            .unwrap();
+        let want: Vec<T> = cond.iter().zip(&a).map(|(&c, &x)| if c { x } else { b[0] }).collect();
+        assert_eq!(out.read(), want, "{name}");
+        let g3 = contiguous_geometry(n, 3);
+        let name = format!("masked_fill_{}", T::SFX);
+        let value = T::from_i64(5);
+        let mut args = KernelArgs::new();
+        args.push(g3).push(out.ptr).push(ba.ptr).push(bc.ptr).push(value);
+        launch(&name, &cfg(&g3), &mut args).unwrap();
+        let want: Vec<T> = cond.iter().zip(&a).map(|(&c, &x)| if c { value } else { x }).collect();
+        assert_eq!(out.read(), want, "{name}");
+        let mut probe = probe_values::<T>();
+        probe.truncate(40);
+        let (bp, nots) = (Buf::from(&probe), Buf::<bool>::zeroed(probe.len()));
+        let g2 = contiguous_geometry(probe.len(), 2);
+        let name = format!("logical_not_{}", T::SFX);
+        launch(&name, &cfg(&g2), KernelArgs::new().push(g2).push(nots.ptr).push(bp.ptr)).unwrap();
+        let want: Vec<bool> = probe.iter().map(|x| x.to_f64() == 0.0).collect();
+        assert_eq!(nots.read(), want, "{name}({probe:?})");
+    }
+    select_and_fill::<f32>(&cond);
+    select_and_fill::<f64>(&cond);
+    select_and_fill::<f16>(&cond);
+    select_and_fill::<bf16>(&cond);
+    select_and_fill::<u8>(&cond);
+    select_and_fill::<i8>(&cond);
+    select_and_fill::<i16>(&cond);
+    select_and_fill::<i32>(&cond);
+    select_and_fill::<i64>(&cond);
+    select_and_fill::<bool>(&cond);
+
+    let other: Vec<bool> = (0..n).map(|i| i % 3 == 0).collect();
+    let (bc, bo, g) = (Buf::from(&cond), Buf::from(&other), contiguous_geometry(n, 3));
+    type Logic = (&'static str, fn(bool, bool) -> bool);
+    let logic: [Logic; 3] =
+        [("logical_and", |x, y| x && y), ("logical_or", |x, y| x || y), ("logical_xor", |x, y| x != y)];
+    for (op, f) in logic {
+        let out = Buf::<bool>::zeroed(n);
+        let name = format!("{op}_b8");
+        launch(&name, &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(bc.ptr).push(bo.ptr)).unwrap();
+        let want: Vec<bool> = cond.iter().zip(&other).map(|(&x, &y)| f(x, y)).collect();
+        assert_eq!(out.read(), want, "{name}");
+    }
+
+    fn floats<T: Suffix>(rel: f64) {
+        let xs = [0.0, -2.5, 1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 7.0, -0.5, 65504.0];
+        let a: Vec<T> = xs.iter().map(|&x| T::from_f64(x)).collect();
+        let ba = Buf::from(&a);
+        let g2 = contiguous_geometry(a.len(), 2);
+        type Pred = (&'static str, fn(f64) -> bool);
+        let preds: [Pred; 5] = [
+            ("isnan", f64::is_nan),
+            ("isinf", f64::is_infinite),
+            ("isfinite", f64::is_finite),
+            ("isposinf", |x| x == f64::INFINITY),
+            ("isneginf", |x| x == f64::NEG_INFINITY),
+        ];
+        for (op, f) in preds {
+            let out = Buf::<bool>::zeroed(a.len());
+            let name = format!("{op}_{}", T::SFX);
+            launch(&name, &cfg(&g2), KernelArgs::new().push(g2).push(out.ptr).push(ba.ptr)).unwrap();
+            let want: Vec<bool> = a.iter().map(|x| f(x.to_f64())).collect();
+            assert_eq!(out.read(), want, "{name}");
+        }
+        let s: Vec<T> = [1.0, -2.0, 0.5, 3.0, 0.0, -1.5].iter().map(|&x| T::from_f64(x)).collect();
+        let t1: Vec<T> = [2.0, 0.25, -4.0, 1.5, 8.0, 3.0].iter().map(|&x| T::from_f64(x)).collect();
+        let t2: Vec<T> = [0.5, -3.0, 2.0, 4.0, 0.125, -6.0].iter().map(|&x| T::from_f64(x)).collect();
+        let (bs, b1, b2, g4) = (Buf::from(&s), Buf::from(&t1), Buf::from(&t2), contiguous_geometry(s.len(), 4));
+        for (op, v) in [("addcmul", 0.75), ("addcdiv", -2.0)] {
+            let out = Buf::<T>::zeroed(s.len());
+            let name = format!("{op}_{}", T::SFX);
+            let mut args = KernelArgs::new();
+            args.push(g4).push(out.ptr).push(bs.ptr).push(b1.ptr).push(b2.ptr).push(v);
+            launch(&name, &cfg(&g4), &mut args).unwrap();
+            for (k, got) in out.read().iter().enumerate() {
+                let (x, y, z) = (s[k].to_f64(), t1[k].to_f64(), t2[k].to_f64());
+                let want = if op == "addcmul" { x + v * y * z } else { x + v * y / z };
+                assert!((got.to_f64() - want).abs() <= rel * want.abs().max(1.0), "{name}[{k}] = {got:?}, want {want}");
+            }
+        }
+        // Rounded division: signs, exact quotients, zero divisors (inf, NaN) and a -0 result.
+        let xs = [7.0, -7.0, 7.5, -7.5, 6.0, 1.0, 0.0, -1.0, 5.0, -0.25];
+        let ys = [2.0, 2.0, -2.0, -2.0, 3.0, 0.0, 0.0, 0.0, -0.5, 4.0];
+        let (a, b): (Vec<T>, Vec<T>) =
+            (xs.iter().map(|&x| T::from_f64(x)).collect(), ys.iter().map(|&y| T::from_f64(y)).collect());
+        let (ba, bb, g3) = (Buf::from(&a), Buf::from(&b), contiguous_geometry(xs.len(), 3));
+        type Round = (&'static str, fn(f64, f64) -> f64);
+        let rounds: [Round; 2] = [("div_trunc", |x, y| (x / y).trunc()), ("div_floor", |x, y| (x / y).floor())];
+        for (op, f) in rounds {
+            let out = Buf::<T>::zeroed(xs.len());
+            let name = format!("{op}_{}", T::SFX);
+            launch(&name, &cfg(&g3), KernelArgs::new().push(g3).push(out.ptr).push(ba.ptr).push(bb.ptr)).unwrap();
+            for ((x, y), got) in xs.iter().zip(&ys).zip(out.read()) {
+                let (want, got) = (f(*x, *y), got.to_f64());
+                let same = (want.is_nan() && got.is_nan())
+                    || (want == got && want.is_sign_negative() == got.is_sign_negative());
+                assert!(same, "{name}({x}, {y}) = {got}, want {want}");
+            }
+        }
+    }
+    floats::<f32>(1e-6);
+    floats::<f64>(1e-14);
+    floats::<f16>(2e-3);
+    floats::<bf16>(1.6e-2);
+
+    fn ints<T: Suffix + IntOps>() {
+        let signed = T::from_i64(-1).to_f64() < 0.0;
+        let xs: Vec<i64> =
+            if signed { vec![7, -7, 7, -7, -128, 6, 0, 100] } else { vec![7, 200, 9, 255, 128, 6, 0, 100] };
+        let ys: Vec<i64> = if signed { vec![2, 2, -2, -2, -1, 3, -5, 7] } else { vec![2, 7, 4, 16, 255, 3, 5, 7] };
+        let (a, b): (Vec<T>, Vec<T>) =
+            (xs.iter().map(|&x| T::from_i64(x)).collect(), ys.iter().map(|&y| T::from_i64(y)).collect());
+        let (ba, bb, g3) = (Buf::from(&a), Buf::from(&b), contiguous_geometry(xs.len(), 3));
+        for op in ["div_trunc", "div_floor"] {
+            let out = Buf::<T>::zeroed(xs.len());
+            let name = format!("{op}_{}", T::SFX);
+            launch(&name, &cfg(&g3), KernelArgs::new().push(g3).push(out.ptr).push(ba.ptr).push(bb.ptr)).unwrap();
+            let want: Vec<T> = a
+                .iter()
+                .zip(&b)
+                .map(|(&x, &y)| {
+                    let (p, q) = (x.to_f64() as i128, y.to_f64() as i128);
+                    let floor = p / q - i128::from(p % q != 0 && ((p < 0) != (q < 0)));
+                    let r = if op == "div_trunc" { p / q } else { floor };
+                    // The quotient wraps into the type (-128 / -1 is -128 in int8).
+                    T::from_i64(r as i64)
+                })
+                .collect();
+            assert_eq!(out.read(), want, "{name}({xs:?}, {ys:?})");
+        }
+        let (bs, g4) = (Buf::from(&a), contiguous_geometry(xs.len(), 4));
+        let out = Buf::<T>::zeroed(xs.len());
+        let name = format!("addcmul_{}", T::SFX);
+        let mut args = KernelArgs::new();
+        args.push(g4).push(out.ptr).push(bs.ptr).push(ba.ptr).push(bb.ptr).push(3i64);
+        launch(&name, &cfg(&g4), &mut args).unwrap();
+        let three = T::from_i64(3);
+        let want: Vec<T> =
+            a.iter().zip(&b).map(|(&x, &y)| x.wrapping_add(three.wrapping_mul(x).wrapping_mul(y))).collect();
+        assert_eq!(out.read(), want, "{name}");
+    }
+    ints::<u8>();
+    ints::<i8>();
+    ints::<i16>();
+    ints::<i32>();
+    ints::<i64>();
+
+    // Scans along rows and along columns, more elements per line than threads and fewer.
+    fn scans<T: Suffix>(tol: f64) {
+        for (rows, cols) in [(3usize, 600usize), (5, 40)] {
+            let x = reduction_input::<T>(rows, cols);
+            let input = Buf::from(&x);
+            for over_cols in [true, false] {
+                let r = matrix_reduction(rows as i64, cols as i64, over_cols);
+                let at = |o: usize, k: usize| if over_cols { o * cols + k } else { k * cols + o };
+                for (op, identity, f) in
+                    [("cumsum", 0.0, (|a, b| a + b) as fn(f64, f64) -> f64), ("cumprod", 1.0, |a, b| a * b)]
+                {
+                    let out = Buf::<T>::zeroed(rows * cols);
+                    let name = format!("{op}_{}", T::SFX);
+                    launch_reduction(&name, &r, 2, &[out.ptr], input.ptr);
+                    let got = out.read();
+                    for o in 0..r.outputs as usize {
+                        let mut acc = identity;
+                        for k in 0..r.reduced as usize {
+                            acc = f(acc, x[at(o, k)].to_f64());
+                            let g = got[at(o, k)].to_f64();
+                            assert!((g - acc).abs() <= tol * acc.abs().max(1.0), "{name}[{o}, {k}] = {g}, want {acc}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    scans::<f32>(1e-4);
+    scans::<f64>(1e-12);
+    scans::<f16>(3e-2);
+    scans::<bf16>(1.5e-1);
+    let x: Vec<i64> = vec![i64::MAX, 1, 7, -3, 1 << 40, 1 << 30];
+    let input = Buf::from(&x);
+    let r = matrix_reduction(2, 3, true);
+    let out = Buf::<i64>::zeroed(6);
+    launch_reduction("cumsum_i64", &r, 1, &[out.ptr], input.ptr);
+    assert_eq!(out.read(), vec![i64::MAX, i64::MIN, i64::MIN + 7, -3, (1 << 40) - 3, (1 << 40) + (1 << 30) - 3]);
+    launch_reduction("cumprod_i64", &r, 1, &[out.ptr], input.ptr);
+    assert_eq!(
+        out.read(),
+        vec![i64::MAX, i64::MAX, i64::MAX.wrapping_mul(7), -3, -3 << 40, (-3i64 << 40).wrapping_mul(1 << 30)]
+    );
+}
+
 mod suite {
     #[test]
     fn casts_between_every_pair_of_dtypes_match_the_cpu() {
@@ -1359,6 +1969,18 @@ mod suite {
         super::spmm_sums_each_rows_elements();
     }
     #[test]
+    fn more_float_functions_and_integer_arithmetic_match_references() {
+        super::more_float_functions_and_integer_arithmetic_match_references();
+    }
+    #[test]
+    fn selection_predicates_rounded_division_and_scans_match_references() {
+        super::selection_predicates_rounded_division_and_scans_match_references();
+    }
+    #[test]
+    fn columns_unfold_and_fold_against_host_loops() {
+        super::columns_unfold_and_fold_against_host_loops();
+    }
+    #[test]
     fn reduction_sums_and_products_match_f64_folds() {
         super::reduction_sums_and_products_match_f64_folds();
     }
@@ -1409,6 +2031,10 @@ fn every_shipped_kernel_is_tested() {
     runs_mark_each_run_of_a_sorted_vector();
     embedding_backward_sums_groups_in_order();
     spmm_sums_each_rows_elements();
+    columns_unfold_and_fold_against_host_loops();
+    pooling_windows_match_host_loops();
+    more_float_functions_and_integer_arithmetic_match_references();
+    selection_predicates_rounded_division_and_scans_match_references();
     let launched = LAUNCHED.with(|l| l.borrow().clone());
     let untested: Vec<&str> =
         kernels_cuda::emu::kernel_names().into_iter().filter(|k| !launched.contains(*k)).collect();

@@ -104,6 +104,17 @@ fn modules_move_parameters_buffers_and_gradients() {
     assert!(m.parameters().iter().all(|p| p.tensor().device().is_cpu()));
 }
 
+/// Two networks from `build` with the same initial weights, the second moved to the device.
+fn twins<M: Module>(build: impl Fn() -> M) -> (M, M) {
+    let (cpu_net, mut gpu_net) = (build(), build());
+    for (d, s) in gpu_net.parameters().iter().zip(cpu_net.parameters()) {
+        let _g = torch::no_grad();
+        ops::copy_(d.tensor(), s.tensor(), false).unwrap();
+    }
+    gpu_net.cuda().unwrap();
+    (cpu_net, gpu_net)
+}
+
 #[test]
 fn a_training_step_on_the_device_matches_the_cpu() {
     use torch::nn::{Forward, ReLU, Sequential};
@@ -111,14 +122,7 @@ fn a_training_step_on_the_device_matches_the_cpu() {
     let gpu = setup();
     torch::manual_seed(7);
     let build = || Sequential::new().add(Linear::new(4, 8).unwrap()).add(ReLU::new()).add(Linear::new(8, 2).unwrap());
-    let cpu_net = build();
-    let mut gpu_net = build();
-    // The same initial weights on both.
-    for (d, s) in gpu_net.parameters().iter().zip(cpu_net.parameters()) {
-        let _g = torch::no_grad();
-        ops::copy_(d.tensor(), s.tensor(), false).unwrap();
-    }
-    gpu_net.cuda().unwrap();
+    let (cpu_net, gpu_net) = twins(build);
     let x = Tensor::from_vec((0..12).map(|i| (i as f32 - 6.0) * 0.3).collect::<Vec<_>>(), &[3, 4]).unwrap();
     let step = |net: &Sequential, x: &Tensor| -> Tensor {
         let mut opt = SGD::new(net.parameters(), SGDOptions { lr: 0.1, ..Default::default() }).unwrap();
@@ -258,4 +262,55 @@ fn gradient_clipping_runs_on_the_device() {
     let want = 31.25f32.sqrt();
     assert!((total - want).abs() <= 1e-5, "{total} vs {want}");
     assert!((clipped[0][1] - -4.0 / (want + 1e-6)).abs() <= 1e-6, "{}", clipped[0][1]);
+}
+
+/// A convolution network trained on the device: `Conv2d` (grouped, strided, padded) then
+/// `ConvTranspose2d`, forward and backward on CUDA kernels (the input's gradient through the
+/// transposed convolution, the weight's through `_convolution_weight_backward`), matching the
+/// same step on the CPU.
+#[test]
+fn convolutions_train_on_the_device() {
+    use torch::nn::{Conv2d, ConvOptions, ConvTranspose2d, Forward, ReLU, Sequential};
+    let gpu = setup();
+    torch::manual_seed(3);
+    let build = || {
+        Sequential::new()
+            .add(Conv2d::with_options(2, 4, &[3], ConvOptions::default().stride([2]).padding([1]).groups(2)).unwrap())
+            .add(ReLU::new())
+            .add(
+                ConvTranspose2d::with_options(4, 3, &[3, 2], ConvOptions::default().stride([2]).output_padding([1]))
+                    .unwrap(),
+            )
+    };
+    let (cpu_net, gpu_net) = twins(build);
+    let x = Tensor::from_vec(
+        (0..2 * 2 * 7 * 6).map(|i| ((i * 7 % 19) as f32 - 9.0) * 0.2).collect::<Vec<_>>(),
+        &[2, 2, 7, 6],
+    )
+    .unwrap();
+    let run = |net: &Sequential, x: &Tensor| -> (Tensor, Tensor) {
+        let x = x.detach().requires_grad_(true).unwrap();
+        let y = net.forward(&x).unwrap();
+        let loss = ops::sum(&ops::mul(&y, &y).unwrap(), None).unwrap();
+        loss.backward().unwrap();
+        (loss, x.grad().unwrap())
+    };
+    let (lc, gc) = run(&cpu_net, &x);
+    let (lg, gg) = run(&gpu_net, &x.cuda_on(0).unwrap());
+    assert_eq!(lg.device(), gpu);
+    assert_eq!(gg.device(), gpu, "the input's gradient lives on the device");
+    let close = |a: &Tensor, b: &Tensor, what: &str| {
+        assert_eq!(a.sizes(), b.sizes(), "{what}");
+        let (a, b) = (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
+        for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+            assert!((p - q).abs() <= 1e-4 * q.abs().max(1.0), "{what}[{i}]: cuda {p}, cpu {q}");
+        }
+    };
+    close(&lg, &lc, "loss");
+    close(&gg, &gc, "input gradient");
+    for (i, (pg, pc)) in gpu_net.parameters().iter().zip(cpu_net.parameters()).enumerate() {
+        let g = pg.tensor().grad().expect("a gradient");
+        assert_eq!(g.device(), gpu, "parameter {i}'s gradient");
+        close(&g, &pc.tensor().grad().unwrap(), &format!("parameter {i}'s gradient"));
+    }
 }

@@ -77,12 +77,13 @@ pub(crate) fn parse_device(s: &str) -> Result<Device, String> {
 }
 
 /// Where a case's operator ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placement {
     /// On the requested device (the CPU when that is the device).
     Device,
-    /// On the CPU, because the device has no kernel for the operator or its dtypes.
-    Fallback,
+    /// On the CPU, because the device has no kernel for the operator or its dtypes: the
+    /// operator (or `outputs`) that sent it back.
+    Fallback(String),
 }
 
 /// How one case ended.
@@ -154,6 +155,20 @@ impl Report {
         let on = self.placements.iter().filter(|p| **p == Placement::Device).count();
         let name = device.ty.name();
         format!("device: {on} on {name}, {} without a {name} kernel", self.placements.len() - on)
+    }
+
+    /// The `fallbacks:` line: the ids of the cases that ran on the CPU for want of a kernel.
+    pub fn fallbacks_line(&self) -> String {
+        let ids: Vec<String> = self
+            .results
+            .iter()
+            .zip(&self.placements)
+            .filter_map(|((id, _, _), p)| match p {
+                Placement::Fallback(why) => Some(format!("{id} ({why})")),
+                Placement::Device => None,
+            })
+            .collect();
+        format!("fallbacks: {}", if ids.is_empty() { "none".to_string() } else { ids.join(" ") })
     }
 
     /// The final `ops:` line.
@@ -307,6 +322,7 @@ pub(crate) fn run_cases(
     writeln!(out, "{}", report.grads_line()).map_err(write_err)?;
     if !device.is_cpu() {
         writeln!(out, "{}", report.device_line(device)).map_err(write_err)?;
+        writeln!(out, "{}", report.fallbacks_line()).map_err(write_err)?;
     }
     writeln!(out, "{}", report.ops_line()).map_err(write_err)?;
     Ok(report)
@@ -352,7 +368,7 @@ fn run_case(case: &Case, store: &TensorStore<'_>, device: Device) -> (Outcome, G
     if let Some(Err(grad::GradError::Call(e))) = &result {
         // A backward without a device kernel: the gradients are checked on the CPU instead.
         if lacks_device_kernel(e, device) && !device.is_cpu() {
-            placement = Placement::Fallback;
+            placement = Placement::Fallback(fallback_reason(e));
             result = match args_on(&resolved, Device::CPU) {
                 Ok(cpu) => grads(&cpu),
                 Err(e) => Some(Err(grad::GradError::Check(e))),
@@ -458,6 +474,15 @@ fn lacks_device_kernel(e: &c10::Error, device: Device) -> bool {
     }
 }
 
+/// What sent a case back to the CPU, for the `fallbacks:` line: the operator without a kernel.
+fn fallback_reason(e: &c10::Error) -> String {
+    match e {
+        c10::Error::MissingKernel { op, .. } => op.clone(),
+        c10::Error::UnsupportedDtype { op, dtype } => format!("{op} for {dtype:?}"),
+        other => one_line(&other.to_string()).chars().take(80).collect(),
+    }
+}
+
 /// Looks up the operator, builds the stack, calls, and checks the returns against the expected
 /// tensors, or that the call failed for an `expect_error` case (then `Ok(None)`). Returns the
 /// resolved arguments and the number of returned values for the gradient check.
@@ -474,8 +499,12 @@ fn check_values(
         if !device.is_cpu() {
             let moved = args_on(&resolved, device)?;
             match graph::run(g, &moved.positional, &load) {
-                Err(grad::GradError::Call(e)) if falls_back(&e, device) => *placement = Placement::Fallback,
-                Ok(values) if device.is_meta() && !all_on_meta(&values) => *placement = Placement::Fallback,
+                Err(grad::GradError::Call(e)) if falls_back(&e, device) => {
+                    *placement = Placement::Fallback(fallback_reason(&e))
+                }
+                Ok(values) if device.is_meta() && !all_on_meta(&values) => {
+                    *placement = Placement::Fallback("outputs off meta".into())
+                }
                 r => {
                     result = Some(r);
                     if !device.is_meta() {
@@ -494,7 +523,7 @@ fn check_values(
             };
         }
         let returned = result.map_err(|e| e.to_string())?;
-        if *placement != Placement::Fallback {
+        if *placement == Placement::Device {
             check_placement(&returned, &resolved, device)?;
         }
         if let Some(outputs) = &case.outputs {
@@ -509,8 +538,10 @@ fn check_values(
         let moved = args_on(&resolved, device)?;
         let mut stack = fill_stack(&schema, moved.clone())?;
         match op.call_boxed(&mut stack) {
-            Err(e) if falls_back(&e, device) => *placement = Placement::Fallback,
-            Ok(()) if device.is_meta() && !all_on_meta(&stack) => *placement = Placement::Fallback,
+            Err(e) if falls_back(&e, device) => *placement = Placement::Fallback(fallback_reason(&e)),
+            Ok(()) if device.is_meta() && !all_on_meta(&stack) => {
+                *placement = Placement::Fallback("outputs off meta".into())
+            }
             result => {
                 if !device.is_meta() {
                     resolved = moved; // (meta: as for graphs above)
@@ -542,7 +573,7 @@ fn check_values(
         ));
     }
     let returned = flatten_returns(stack);
-    if *placement != Placement::Fallback {
+    if *placement == Placement::Device {
         check_placement(&returned, &resolved, device)?;
     }
     if let Some(outputs) = &case.outputs {

@@ -20,6 +20,15 @@
 //! given upstream gradients. Each trajectory replays eight optimizer steps and compares the
 //! losses and the final state_dict. Failures print `FAIL <id>: <reason>`; the last line is
 //! `modules: N passed, M failed`.
+//!
+//! With `--device cuda` (or `cuda:N`) the module's parameters and buffers, the inputs, the
+//! upstream gradients and the trajectories' batches are moved to the device before the forward,
+//! so every operator runs there. An operator without a kernel for the device fails its case
+//! with the dispatcher's error (there is no CPU fallback here, unlike `parity`), and every
+//! output, buffer and gradient must live on the device (Note [Outputs on the device]); the
+//! values are compared on the CPU with the CPU's tolerances, as the emulated device computes in
+//! f32 as the CPU kernels do. (On a GPU, PyTorch's own convolutions default to TF32, whose
+//! results can be outside them; these expected values are PyTorch's CPU ones.)
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,7 +36,7 @@ use std::process::ExitCode;
 
 use aten::{ops, Tensor};
 use autograd::TensorAutograd;
-use c10::Result as TResult;
+use c10::{Device, Result as TResult};
 use nn::optim::Optimizer;
 use nn::{Forward, Module, StateDict};
 use serde_json::Value;
@@ -43,18 +52,36 @@ pub struct Args {
     /// Runs only the cases whose id contains this string.
     #[arg(long)]
     pub filter: Option<String>,
+    /// The device to run on (`cpu`, `cuda`, `cuda:N`): modules, inputs and batches are moved
+    /// there and every result must be there; values are compared on the CPU.
+    #[arg(long, default_value = "cpu", value_parser = crate::parity::parse_device)]
+    pub device: Device,
 }
 
 /// Runs the cases; the exit code is a failure if any case failed.
 pub fn run(args: Args) -> Result<ExitCode, String> {
+    if args.device.ty == c10::DeviceType::Cuda && !cfg!(feature = "cuda") {
+        return crate::rerun_with_cuda();
+    }
+    if args.device.is_meta() {
+        return Err("--device meta: module cases compare values, which the meta device has not".into());
+    }
+    if !args.device.is_cpu() {
+        crate::parity::check_device(args.device)?;
+    }
     let mut out = std::io::stdout().lock();
-    let (passed, failed) = run_dir(&args.dir, args.filter.as_deref(), &mut out)?;
+    let (passed, failed) = run_dir(&args.dir, args.filter.as_deref(), args.device, &mut out)?;
     Ok(if failed == 0 && passed > 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// Runs every selected case of `dir`, writing `FAIL` lines and the summary to `out`; returns
-/// `(passed, failed)`.
-pub fn run_dir(dir: &Path, filter: Option<&str>, out: &mut dyn Write) -> Result<(usize, usize), String> {
+/// Runs every selected case of `dir` on `device`, writing `FAIL` lines and the summary to
+/// `out`; returns `(passed, failed)`.
+pub fn run_dir(
+    dir: &Path,
+    filter: Option<&str>,
+    device: Device,
+    out: &mut dyn Write,
+) -> Result<(usize, usize), String> {
     let json_path = dir.join("modules.json");
     let text = std::fs::read_to_string(&json_path).map_err(|e| format!("cannot read {}: {e}", json_path.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json_path.display()))?;
@@ -70,7 +97,13 @@ pub fn run_dir(dir: &Path, filter: Option<&str>, out: &mut dyn Write) -> Result<
         if filter.is_some_and(|f| !id.contains(f)) {
             continue;
         }
-        let r = panics::catch(|| if is_trajectory { run_trajectory(case, &store) } else { run_module(case, &store) });
+        let r = panics::catch(|| {
+            if is_trajectory {
+                run_trajectory(case, &store, device)
+            } else {
+                run_module(case, &store, device)
+            }
+        });
         match r {
             Ok(()) => passed += 1,
             Err(reason) => {
@@ -90,6 +123,21 @@ fn s<T>(r: TResult<T>) -> Result<T, String> {
 
 fn get(store: &StateDict, key: &str) -> Result<Tensor, String> {
     store.get(key).cloned().ok_or_else(|| format!("modules.safetensors has no tensor '{key}'"))
+}
+
+/// [`get`], moved to `device`.
+fn get_on(store: &StateDict, key: &str, device: Device) -> Result<Tensor, String> {
+    s(get(store, key)?.to_device(device))
+}
+
+/// `t` on the CPU for the comparison, after checking that it was computed on `device`: a
+/// result that silently came back elsewhere fails the case.
+fn on_cpu(t: &Tensor, device: Device, what: &str) -> Result<Tensor, String> {
+    let on = t.device();
+    if on.ty != device.ty || (device.index >= 0 && on.index != device.index) {
+        return Err(format!("{what} is on {on}, expected {device}"));
+    }
+    s(t.to_device(Device::CPU))
 }
 
 fn tolerance(case: &Value) -> Tolerance {
@@ -672,7 +720,7 @@ fn keys(v: &Value) -> Vec<String> {
     v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
 }
 
-fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
+fn run_module(case: &Value, store: &StateDict, device: Device) -> Result<(), String> {
     let tol = tolerance(case);
     let gtol = Tolerance { rtol: tol.rtol * 10.0, atol: tol.atol * 10.0 };
     let module = case["module"].as_str().ok_or("case has no module")?;
@@ -684,11 +732,12 @@ fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
         }
     }
     s(m.module().load_state_dict(&state, true))?;
+    s(m.module().to_device(device))?;
     m.module().train(case["mode"].as_str() != Some("eval"));
     let inputs: Vec<Tensor> = keys(&case["inputs"])
         .iter()
         .map(|k| {
-            let t = get(store, k)?;
+            let t = get_on(store, k, device)?;
             if t.is_floating_point() {
                 s(t.requires_grad_(true))
             } else {
@@ -702,7 +751,8 @@ fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
         return Err(format!("{} outputs, expected {}", outputs.len(), expected.len()));
     }
     for (i, (o, k)) in outputs.iter().zip(&expected).enumerate() {
-        compare_tensors(&o.detach(), &get(store, k)?, tol).map_err(|e| format!("output {i}: {e}"))?;
+        let o = on_cpu(&o.detach(), device, &format!("output {i}"))?;
+        compare_tensors(&o, &get(store, k)?, tol).map_err(|e| format!("output {i}: {e}"))?;
     }
     if let Some(buffers) = case["buffers_after"].as_object() {
         let named = m.module().named_buffers();
@@ -712,6 +762,7 @@ fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
                 .find(|(n, _)| n == name)
                 .map(|(_, t)| t.clone())
                 .ok_or_else(|| format!("no buffer {name}"))?;
+            let ours = on_cpu(&ours, device, &format!("buffer {name}"))?;
             compare_tensors(&ours, &get(store, key.as_str().unwrap_or_default())?, tol)
                 .map_err(|e| format!("buffer {name}: {e}"))?;
         }
@@ -727,7 +778,7 @@ fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
         if !o.requires_grad() {
             continue;
         }
-        let term = s(o.mul(&get(store, k)?).and_then(|t| t.sum().call()))?;
+        let term = s(o.mul(&get_on(store, k, device)?).and_then(|t| t.sum().call()))?;
         total = Some(match total {
             Some(t) => s(t.add(&term).call())?,
             None => term,
@@ -744,6 +795,7 @@ fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
                 .map(|(_, p)| p.clone())
                 .ok_or_else(|| format!("no parameter {name}"))?;
             let g = p.grad().ok_or_else(|| format!("parameter {name} has no grad"))?;
+            let g = on_cpu(&g, device, &format!("the grad of {name}"))?;
             compare_tensors(&g, &get(store, key.as_str().unwrap_or_default())?, gtol)
                 .map_err(|e| format!("grad of {name}: {e}"))?;
         }
@@ -752,6 +804,7 @@ fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
     for (i, k) in keys(&grad["inputs"]).iter().enumerate() {
         let x = float_inputs.get(i).ok_or_else(|| format!("no floating input {i}"))?;
         let g = x.grad().ok_or_else(|| format!("input {i} has no grad"))?;
+        let g = on_cpu(&g, device, &format!("the grad of input {i}"))?;
         compare_tensors(&g, &get(store, k)?, gtol).map_err(|e| format!("grad of input {i}: {e}"))?;
     }
     Ok(())
@@ -880,7 +933,7 @@ fn build_optimizer(name: &str, cfg: &Value, params: Vec<nn::Parameter>) -> Resul
     })
 }
 
-fn run_trajectory(case: &Value, store: &StateDict) -> Result<(), String> {
+fn run_trajectory(case: &Value, store: &StateDict, device: Device) -> Result<(), String> {
     let tol = tolerance(case);
     let ftol = Tolerance { rtol: tol.rtol, atol: tol.atol * 10.0 };
     let mut model = build_model(case["model"].as_str().unwrap_or_default())?;
@@ -889,9 +942,11 @@ fn run_trajectory(case: &Value, store: &StateDict) -> Result<(), String> {
         init.insert(name.clone(), get(store, key.as_str().unwrap_or_default())?);
     }
     s(model.load_state_dict(&init, true))?;
+    // Moved before the optimizer takes the parameters (`to_device` replaces them).
+    s(model.to_device(device))?;
     let mut opt = build_optimizer(case["optimizer"].as_str().unwrap_or_default(), &case["config"], model.parameters())?;
-    let x = get(store, case["x"].as_str().unwrap_or_default())?;
-    let y = get(store, case["y"].as_str().unwrap_or_default())?;
+    let x = get_on(store, case["x"].as_str().unwrap_or_default(), device)?;
+    let y = get_on(store, case["y"].as_str().unwrap_or_default(), device)?;
     let losses: Vec<f64> =
         case["losses"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
     for (step, want) in losses.iter().enumerate() {
@@ -900,7 +955,7 @@ fn run_trajectory(case: &Value, store: &StateDict) -> Result<(), String> {
         let ys = s(y.select(0, step as i64))?;
         let out = s(model.call(&xs))?;
         let loss = s(ops::cross_entropy_loss(&out, &ys, None, 1, -100, 0.0))?;
-        let got = s(loss.item::<f64>())?;
+        let got = s(on_cpu(&loss, device, &format!("the loss at step {step}"))?.item::<f64>())?;
         if !crate::parity::compare::close(got, *want, tol) {
             return Err(format!("loss at step {step}: got {got}, expected {want}"));
         }
@@ -910,7 +965,8 @@ fn run_trajectory(case: &Value, store: &StateDict) -> Result<(), String> {
     let state = model.state_dict();
     for (name, key) in case["final"].as_object().ok_or("trajectory without final")? {
         let ours = state.get(name).ok_or_else(|| format!("model has no {name}"))?;
-        compare_tensors(ours, &get(store, key.as_str().unwrap_or_default())?, ftol)
+        let ours = on_cpu(ours, device, &format!("final {name}"))?;
+        compare_tensors(&ours, &get(store, key.as_str().unwrap_or_default())?, ftol)
             .map_err(|e| format!("final {name}: {e}"))?;
     }
     Ok(())
@@ -1022,7 +1078,7 @@ mod tests {
             assert!(has("trajectories", "optimizer", name), "tests/parity_modules has no trajectory for {name}");
         }
         let mut out = Vec::new();
-        let (passed, failed) = run_dir(&dir, None, &mut out).unwrap();
+        let (passed, failed) = run_dir(&dir, None, Device::CPU, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let mut failing: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("FAIL ")?.split(':').next()).collect();
         failing.sort_unstable();
@@ -1045,7 +1101,7 @@ mod tests {
         std::fs::write(dir.join("modules.json"), doc.to_string()).unwrap();
         std::fs::copy(src.join("modules.safetensors"), dir.join("modules.safetensors")).unwrap();
         let mut out = Vec::new();
-        let (_, failed) = run_dir(&dir, Some("prelu"), &mut out).unwrap();
+        let (_, failed) = run_dir(&dir, Some("prelu"), Device::CPU, &mut out).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(failed, 1, "{}", String::from_utf8_lossy(&out));
     }

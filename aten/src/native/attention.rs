@@ -60,6 +60,23 @@ fn masked_softmax<T: num_traits::Float>(scores: &mut [T], len: usize, l: usize, 
     }
 }
 
+/// [`masked_softmax`] on a device, from the device's operators: the additive mask, the causal
+/// mask as `-inf` above the diagonal (`tril` of an `[l, s]` mask), the softmax over the last dim,
+/// and zeros for rows without a finite logit (PyTorch's `_safe_softmax`).
+fn device_masked_softmax(scores: Tensor, mask: Option<&Tensor>, l: i64, s: i64, causal: bool) -> Result<Tensor> {
+    let mut sc = scores;
+    if let Some(m) = mask {
+        sc = ops::add(&sc, m, Scalar::Int(1))?;
+    }
+    if causal {
+        let ones = ops::ones(&[l, s], Some(ScalarType::Bool), None, Some(sc.device()), None)?;
+        let above = ops::logical_not(&ops::tril(&ones, 0)?)?;
+        sc = ops::masked_fill(&sc, &above, Scalar::Float(f64::NEG_INFINITY))?;
+    }
+    let dead = ops::isneginf(&ops::amax(&sc, &[-1], true)?)?;
+    ops::masked_fill(&ops::softmax(&sc, -1, None)?, &dead, Scalar::Int(0))
+}
+
 /// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None,
 /// float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor`
 #[allow(clippy::too_many_arguments)]
@@ -190,6 +207,12 @@ pub fn scaled_dot_product_attention(
             Some(ops::contiguous(&ex, c10::MemoryFormat::Contiguous)?)
         }
     };
+    if crate::native::on_device(&scores) {
+        let probs = device_masked_softmax(scores, mask.as_ref(), l as i64, s as i64, is_causal)?;
+        let probs = if dropout_p > 0.0 { ops::dropout(&probs, dropout_p, true)? } else { probs };
+        let out = ops::matmul(&probs, &v)?;
+        return if compute != dt { crate::native::copy::to_dtype(&out, dt) } else { Ok(out) };
+    }
     let n = scores.numel() as usize;
     match compute {
         // On the meta device the softmax has no values to normalise (Note [Meta loops]).

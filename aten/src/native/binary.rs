@@ -210,6 +210,14 @@ fn div_kernel(iter: &TensorIterator, mode: Rounding) -> Result<()> {
             Rounding::Trunc => "div_trunc",
             Rounding::Floor => "div_floor",
         };
+        let dt = iter.common_dtype();
+        if !dt.is_floating_point() && !dt.is_complex() && !iter.device().is_meta() {
+            // Integer division by zero is an error on every device (one flag read back).
+            let zero = crate::ops::any(&crate::ops::eq_scalar(iter.operand(2), c10::Scalar::Int(0))?)?;
+            if zero.to_vec::<bool>()?.first() == Some(&true) {
+                return Err(Error::invalid("div", "ZeroDivisionError"));
+            }
+        }
         return stub::run(kernel, iter, &[]);
     }
     let dt = iter.common_dtype();

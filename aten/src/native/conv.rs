@@ -561,9 +561,6 @@ pub fn convolution(
     let op = "convolution";
     let device = input.device();
     crate::native::check_device(op, device, std::iter::once(weight).chain(bias))?;
-    if !device.is_cpu() && !device.is_meta() {
-        return Err(Error::NotImplemented { op: op.into(), msg: format!("{device} tensors") });
-    }
     let wdim = weight.dim();
     if !(3..=5).contains(&wdim) {
         return Err(Error::shape(
@@ -736,6 +733,10 @@ pub fn convolution(
         // Every check above ran; there is nothing to compute (Note [Meta loops]).
         return Tensor::empty_uninit(&out_shape, dtype, device);
     }
+    if !device.is_cpu() && !dtype.is_floating_point() {
+        // PyTorch's CUDA convolutions take floating types only.
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype });
+    }
     if !dtype.is_floating_point() {
         let p = IntConv { stride: &stride, padding: &padding, dilation: &dilation, transposed, groups: g };
         return int_convolution(input, weight, bias, &p, &out_shape);
@@ -752,36 +753,44 @@ pub fn convolution(
     };
     let (x, w) = (prep(input)?, prep(weight)?);
     let b = bias.map(prep).transpose()?;
-    let y = Tensor::empty_uninit(&out_shape, compute, input.device())?;
-    if y.numel() > 0 {
-        let geom = if transposed {
-            // In forward terms of the output (See conv_transpose_forward).
-            Geom {
-                n: is[0] as usize,
-                c: cout as usize,
-                o: cin as usize,
-                groups: g as usize,
-                input: to3(&osp, 1),
-                kernel: to3(ksz, 1),
-                out: to3(isp, 1),
-                stride: to3(&stride, 1),
-                pad: to3(&padding, 0),
-                dil: to3(&dilation, 1),
-            }
+    let geom = if transposed {
+        // In forward terms of the output (See conv_transpose_forward).
+        Geom {
+            n: is[0] as usize,
+            c: cout as usize,
+            o: cin as usize,
+            groups: g as usize,
+            input: to3(&osp, 1),
+            kernel: to3(ksz, 1),
+            out: to3(isp, 1),
+            stride: to3(&stride, 1),
+            pad: to3(&padding, 0),
+            dil: to3(&dilation, 1),
+        }
+    } else {
+        Geom {
+            n: is[0] as usize,
+            c: cin as usize,
+            o: cout as usize,
+            groups: g as usize,
+            input: to3(isp, 1),
+            kernel: to3(ksz, 1),
+            out: to3(&osp, 1),
+            stride: to3(&stride, 1),
+            pad: to3(&padding, 0),
+            dil: to3(&dilation, 1),
+        }
+    };
+    if !device.is_cpu() {
+        let y = if out_shape.iter().product::<i64>() == 0 {
+            Tensor::empty_uninit(&out_shape, compute, device)?
         } else {
-            Geom {
-                n: is[0] as usize,
-                c: cin as usize,
-                o: cout as usize,
-                groups: g as usize,
-                input: to3(isp, 1),
-                kernel: to3(ksz, 1),
-                out: to3(&osp, 1),
-                stride: to3(&stride, 1),
-                pad: to3(&padding, 0),
-                dil: to3(&dilation, 1),
-            }
+            device_convolution(&geom, transposed, &x, &w, b.as_ref(), &out_shape)?
         };
+        return if compute != dtype { crate::native::copy::to_dtype(&y, dtype) } else { Ok(y) };
+    }
+    let y = Tensor::empty_uninit(&out_shape, compute, device)?;
+    if y.numel() > 0 {
         match compute {
             ScalarType::F32 if transposed => conv_transpose_forward::<f32>(&geom, &x, &w, b.as_ref(), &y)?,
             ScalarType::F32 => conv_forward::<f32>(&geom, &x, &w, b.as_ref(), &y)?,
@@ -793,6 +802,130 @@ pub fn convolution(
         crate::native::copy::to_dtype(&y, dtype)
     } else {
         Ok(y)
+    }
+}
+
+/// Column matrices of at most this many elements are built at once on a device: a larger batch
+/// is unfolded a range of images at a time (Note [Convolution on a device]).
+const DEVICE_COLUMN_ELEMENTS: i64 = 1 << 22;
+
+/// The images per column matrix of `per_image` elements (at least one).
+fn images_per_block(per_image: usize) -> i64 {
+    (DEVICE_COLUMN_ELEMENTS / (per_image.max(1) as i64)).max(1)
+}
+
+/// The column geometry of `g` (its `c` channels over its `input` size).
+fn column_geometry(g: &Geom) -> crate::native::stub::ColumnGeometry {
+    let wide = |v: [usize; 3]| v.map(|x| x as i64);
+    crate::native::stub::ColumnGeometry {
+        channels: g.c as i64,
+        input: wide(g.input),
+        kernel: wide(g.kernel),
+        out: wide(g.out),
+        stride: wide(g.stride),
+        padding: wide(g.pad),
+        dilation: wide(g.dil),
+    }
+}
+
+/// The column matrix of the images `x` (`[nb, C, *in]`, contiguous) as `[nb, groups, C/g * k,
+/// L]`: `x` itself for a pointwise convolution, else unfolded by the device's loop.
+fn device_columns(op: &str, g: &Geom, x: &Tensor) -> Result<Tensor> {
+    let nb = x.sizes()[0];
+    let (groups, kg, l) = ((g.groups) as i64, (g.c / g.groups * g.k_len()) as i64, g.out_len() as i64);
+    if g.is_pointwise() {
+        return ops::reshape(x, &[nb, groups, kg, l]);
+    }
+    let cols = Tensor::empty_uninit(&[nb, groups, kg, l], x.dtype(), x.device())?;
+    crate::native::stub::run_columns(op, x, &cols, &column_geometry(g), false)?;
+    Ok(cols)
+}
+
+/// Note [Convolution on a device]: on a device the convolution is the same GEMM formulation as
+/// on the CPU (Note [Convolution as GEMM]) built from device operators. A range of images is
+/// unfolded at once by the device's `im2col` loop (`[nb, groups, C/g * k, L]`, at most
+/// [`DEVICE_COLUMN_ELEMENTS`] elements), and one batched product per range,
+/// `[groups, O/g, C/g * k] @ columns`, gives the range's output. A transposed convolution multiplies the
+/// transposed weight by the input and folds the columns with the adjoint loop (`col2im`, a
+/// gather: Note [Folding columns without atomics] in kernels-cuda). The weight gradient is the
+/// output gradient times the transposed columns, summed over the images. The matrix products are
+/// the device's (cuBLAS on a GPU), so the sums' order differs from the CPU's by rounding only.
+fn device_convolution(
+    g: &Geom,
+    transposed: bool,
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    out_shape: &[i64],
+) -> Result<Tensor> {
+    let op = "convolution";
+    let groups = g.groups as i64;
+    let k = g.k_len() as i64;
+    let mut parts = Vec::new();
+    if transposed {
+        // In forward terms of the output: g.c = output channels, g.o = input channels.
+        let (cin, cout, lin) = (g.o as i64, g.c as i64, g.out_len() as i64);
+        let wt = ops::transpose(&ops::reshape(w, &[groups, cin / groups, cout / groups * k])?, 1, 2)?;
+        let out_image: i64 = out_shape[1..].iter().product();
+        let nb = images_per_block((cout * k * lin).max(out_image) as usize);
+        for n0 in (0..g.n as i64).step_by(nb as usize) {
+            let xb = ops::narrow(x, 0, n0, nb.min(g.n as i64 - n0))?;
+            let rows = xb.sizes()[0];
+            let xg = ops::reshape(&xb, &[rows, groups, cin / groups, lin])?;
+            let cols = ops::contiguous(&ops::matmul(&wt, &xg)?, c10::MemoryFormat::Contiguous)?;
+            let mut shape = out_shape.to_vec();
+            shape[0] = rows;
+            let y = Tensor::empty_uninit(&shape, x.dtype(), x.device())?;
+            crate::native::stub::run_columns(op, &y, &cols, &column_geometry(g), true)?;
+            parts.push(y);
+        }
+    } else {
+        let (c, o, l) = (g.c as i64, g.o as i64, g.out_len() as i64);
+        let wg = ops::reshape(w, &[groups, o / groups, c / groups * k])?;
+        let nb = images_per_block((c * k * l) as usize);
+        for n0 in (0..g.n as i64).step_by(nb as usize) {
+            let xb = ops::narrow(x, 0, n0, nb.min(g.n as i64 - n0))?;
+            let rows = xb.sizes()[0];
+            let y = ops::matmul(&wg, &device_columns(op, g, &xb)?)?;
+            let mut shape = out_shape.to_vec();
+            shape[0] = rows;
+            parts.push(ops::reshape(&y, &shape)?);
+        }
+    }
+    let y = if parts.len() == 1 { parts.pop().expect("one block") } else { ops::cat(&parts, 0)? };
+    match bias {
+        Some(b) => {
+            let mut shape = vec![1; out_shape.len()];
+            shape[1] = out_shape[1];
+            ops::add(&y, &ops::reshape(b, &shape)?, c10::Scalar::from(1))
+        }
+        None => Ok(y),
+    }
+}
+
+/// The weight gradient `[groups, O/g, C/g * k]` of a convolution on a device (Note
+/// [Convolution on a device]): per range of images, the output gradient times the transposed
+/// columns, summed over the images.
+fn device_weight_backward(g: &Geom, x: &Tensor, gy: &Tensor) -> Result<Tensor> {
+    let op = "_convolution_weight_backward";
+    let (groups, og, l) = (g.groups as i64, (g.o / g.groups) as i64, g.out_len() as i64);
+    let kg = (g.c / g.groups * g.k_len()) as i64;
+    let nb = images_per_block((g.c * g.k_len() * g.out_len()).max(g.o * (g.c / g.groups) * g.k_len()));
+    let mut acc: Option<Tensor> = None;
+    for n0 in (0..g.n as i64).step_by(nb as usize) {
+        let rows = nb.min(g.n as i64 - n0);
+        let cols = device_columns(op, g, &ops::narrow(x, 0, n0, rows)?)?;
+        let gyb = ops::reshape(&ops::narrow(gy, 0, n0, rows)?, &[rows, groups, og, l])?;
+        let part = ops::matmul(&gyb, &ops::transpose(&cols, 2, 3)?)?;
+        let part = ops::sum_dim_intlist(&part, Some(&[0]), false, None)?;
+        acc = Some(match acc {
+            Some(a) => ops::add(&a, &part, c10::Scalar::from(1))?,
+            None => part,
+        });
+    }
+    match acc {
+        Some(a) => Ok(a),
+        None => ops::zeros(&[groups, og, kg], Some(x.dtype()), None, Some(x.device()), None),
     }
 }
 
@@ -891,6 +1024,15 @@ pub fn convolution_weight_backward(
     let stride = expand_param(op, "stride", stride, nsp)?;
     let padding = expand_param(op, "padding", padding, nsp)?;
     let dilation = expand_param(op, "dilation", dilation, nsp)?;
+    crate::native::check_device(op, input.device(), std::iter::once(grad_output))?;
+    if stride.iter().chain(&dilation).any(|&v| v <= 0) || padding.iter().any(|&v| v < 0) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "stride {stride:?} and dilation {dilation:?} must be positive and padding {padding:?} non-negative"
+            ),
+        ));
+    }
     for i in 0..nsp {
         let expect = (is[2 + i] + 2 * padding[i] - dilation[i] * (weight_size[2 + i] - 1) - 1) / stride[i] + 1;
         if expect != gs[2 + i] {
@@ -924,6 +1066,15 @@ pub fn convolution_weight_backward(
         dil: to3(&dilation, 1),
     };
     let wlen = weight_size.iter().product::<i64>();
+    if !input.device().is_cpu() {
+        let gw = if geom.n > 0 && wlen > 0 && geom.out_len() > 0 {
+            device_weight_backward(&geom, &x, &gy)?
+        } else {
+            ops::zeros(&[wlen], Some(compute), None, Some(input.device()), None)?
+        };
+        let gw = ops::reshape(&gw, weight_size)?;
+        return if compute != dtype { crate::native::copy::to_dtype(&gw, dtype) } else { Ok(gw) };
+    }
     let threads = rayon::current_num_threads();
     let parts = if threads > 1 && geom.n >= threads { threads } else { 1 };
     let acc = ops::zeros(&[parts as i64, wlen], Some(compute), None, None, None)?;

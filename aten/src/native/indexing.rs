@@ -258,9 +258,125 @@ fn scatter_gather_positions(
     }
 }
 
+// Note [Gather and scatter on a device]: `gather` and the `scatter` family address `self` at
+// the flat positions `sum_{k != dim} m[k] * cs[k] + index[m] * cs[dim]` (`cs` the contiguous
+// strides of `self`'s shape) for every multi-index `m` of `index`. On a device those positions
+// are computed as an int64 tensor from aranges and the index (its range checked from its minimum
+// and maximum: two numbers to the host, where PyTorch's CUDA kernel asserts on the device).
+// `gather` is then `index_select` of the flattened `self`. `scatter_add` sums the values per
+// position with the device's grouped, position-ordered sums (Note [Grouping on the device]), so
+// duplicates add in index order, as on the CPU, on every run. `scatter` keeps, for each position,
+// the value of the last index naming it (the CPU's order), and writes those through the same
+// loop with one value per group. The grouped sums are floating only, as their loop.
+
+/// The flat positions in `self_` of every element of `index` along dim `d` (index-shaped
+/// int64 on the index's device), after checking the index's range.
+fn device_positions(op: &str, self_: &Tensor, d: usize, index: &Tensor) -> Result<Tensor> {
+    if index.device() != self_.device() {
+        return Err(Error::DeviceMismatch {
+            op: op.into(),
+            a: self_.device().to_string(),
+            b: index.device().to_string(),
+        });
+    }
+    let sizes = nonempty_sizes(self_);
+    for extreme in [crate::ops::amin(index, &[], false)?, crate::ops::amax(index, &[], false)?] {
+        check_index(op, extreme.item::<i64>()?, d, sizes[d], false)
+            .map_err(|e| Error::invalid(op, e.pytorch_message()))?;
+    }
+    let cs = contiguous_strides(&sizes);
+    let isz = nonempty_sizes(index);
+    let long = crate::native::copy::to_dtype(&crate::ops::reshape(index, &isz)?, ScalarType::I64)?;
+    let mut pos = crate::ops::mul_scalar(&long, Scalar::Int(cs[d]))?;
+    for (k, &len) in isz.iter().enumerate() {
+        if k == d || len == 1 {
+            continue;
+        }
+        let mut shape = vec![1; isz.len()];
+        shape[k] = len;
+        let along = crate::ops::arange(Scalar::Int(len), Some(ScalarType::I64), None, Some(index.device()), None)?;
+        let along = crate::ops::reshape(&crate::ops::mul_scalar(&along, Scalar::Int(cs[k]))?, &shape)?;
+        pos = crate::ops::add(&pos, &along, Scalar::Int(1))?;
+    }
+    Ok(pos)
+}
+
+/// `gather` on a device (Note [Gather and scatter on a device]).
+fn gather_on_device(self_: &Tensor, d: usize, index: &Tensor) -> Result<Tensor> {
+    if index.numel() == 0 {
+        return Tensor::empty_uninit(index.sizes(), self_.dtype(), self_.device());
+    }
+    let pos = crate::ops::reshape(&device_positions("gather", self_, d, index)?, &[-1])?;
+    let out = crate::ops::index_select(&crate::ops::reshape(self_, &[-1])?, 0, &pos)?;
+    crate::ops::reshape(&out, index.sizes())
+}
+
+/// `scatter`, `scatter_add` and `scatter.value` on a device (Note [Gather and scatter on a
+/// device]); the arguments were checked.
+fn scatter_on_device(op: &str, self_: &Tensor, d: usize, index: &Tensor, src: Src, reduce: Reduce) -> Result<Tensor> {
+    let dtype = self_.dtype();
+    if !dtype.is_floating_point() {
+        return Err(Error::unsupported_dtype(op, dtype));
+    }
+    if reduce == Reduce::Mul {
+        return Err(Error::NotImplemented {
+            op: op.into(),
+            msg: format!("there is no {} kernel for reduce='multiply'", self_.device().ty.name()),
+        });
+    }
+    if index.numel() == 0 {
+        return crate::ops::clone(self_, None);
+    }
+    let pos = crate::ops::reshape(&device_positions(op, self_, d, index)?, &[-1])?;
+    let n = pos.numel();
+    let values = match src {
+        Src::Tensor(t) => {
+            if t.device() != self_.device() {
+                return Err(Error::DeviceMismatch {
+                    op: op.into(),
+                    a: self_.device().to_string(),
+                    b: t.device().to_string(),
+                });
+            }
+            // The source's elements at the index's multi-indices.
+            let mut v = crate::ops::reshape(t, &nonempty_sizes(t))?;
+            for (k, &len) in nonempty_sizes(index).iter().enumerate() {
+                v = crate::ops::narrow(&v, k as i64, 0, len)?;
+            }
+            crate::ops::reshape(&crate::ops::contiguous(&v, MemoryFormat::Contiguous)?, &[n, 1])?
+        }
+        Src::Value(s) => crate::ops::full(&[n, 1], s, Some(dtype), None, Some(self_.device()), None)?,
+    };
+    let numel = self_.numel();
+    if reduce == Reduce::Add {
+        let addend = crate::ops::zeros(&[numel, 1], Some(dtype), None, Some(self_.device()), None)?;
+        sum_groups_on_device(op, &addend, &values, &pos, None, false)?;
+        return crate::ops::add(self_, &crate::ops::reshape(&addend, self_.sizes())?, Scalar::Int(1));
+    }
+    // The last value written to each position.
+    let g = crate::native::sort::device_groups(op, &pos)?;
+    let u = g.keys.numel();
+    let ends = crate::ops::sub(
+        &crate::ops::narrow(&g.starts, 0, 1, u)?,
+        &Tensor::wrapped_scalar(Scalar::Int(1)),
+        Scalar::Int(1),
+    )?;
+    let last = crate::ops::index_select(&g.order, 0, &ends)?;
+    // One-position groups (each key's last writer), written by the grouped-sum loop directly:
+    // the keys are grouped already.
+    let starts = crate::ops::arange(Scalar::Int(u + 1), Some(ScalarType::I64), None, Some(self_.device()), None)?;
+    let out = crate::ops::clone(self_, Some(MemoryFormat::Contiguous))?;
+    let rows = crate::ops::reshape(&out, &[numel, 1])?;
+    crate::native::stub::run_embedding_backward(&rows, &values, &last, &starts, &g.keys, false)?;
+    Ok(out)
+}
+
 fn gather_impl(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim("gather", dim, self_.dim())?;
     scatter_gather_check("gather", self_, d, index, None)?;
+    if crate::native::on_device(self_) {
+        return gather_on_device(self_, d, index);
+    }
     let pos: Vec<usize> = scatter_gather_positions("gather", self_, d, index, None)?.into_iter().map(|p| p.0).collect();
     take_all(self_, &pos, index.sizes())
 }
@@ -368,6 +484,9 @@ fn scatter_impl(
         }
     }
     scatter_gather_check(op, self_, d, index, src_t)?;
+    if crate::native::on_device(self_) {
+        return scatter_on_device(op, self_, d, index, src, reduce);
+    }
     let src_sizes = src_t.map(nonempty_sizes);
     let positions = if index.numel() == 0 {
         Vec::new()
@@ -954,8 +1073,35 @@ pub fn masked_scatter_(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result
     assign(self_, &masked_scatter_impl("masked_scatter_", self_, mask, source, true)?)
 }
 
+/// `nonzero` on a device: the count of nonzero elements comes to the host (it is the output's
+/// size, as in PyTorch's CUDA `nonzero`); their flat positions, in order, are the first `count`
+/// keys after a stable sort of `where(nonzero, position, numel)`; each dim's coordinate is
+/// `position / stride % size` in int64, all on the device.
+fn nonzero_on_device(self_: &Tensor) -> Result<Tensor> {
+    let (n, nd, device) = (self_.numel(), self_.dim() as i64, self_.device());
+    let mask = crate::ops::reshape(&crate::native::copy::to_dtype(self_, ScalarType::Bool)?, &[n])?;
+    let count = crate::ops::sum(&crate::native::copy::to_dtype(&mask, ScalarType::I64)?, None)?.item::<i64>()?;
+    if count == 0 || nd == 0 {
+        return crate::ops::zeros(&[count, nd], Some(ScalarType::I64), None, Some(device), None);
+    }
+    let position = crate::ops::arange(Scalar::Int(n), Some(ScalarType::I64), None, Some(device), None)?;
+    let keys = crate::ops::where_self(&mask, &position, &Tensor::wrapped_scalar(Scalar::Int(n)))?;
+    let flat = crate::ops::narrow(&crate::ops::sort_stable(&keys, Some(true), 0, false)?.0, 0, 0, count)?;
+    let strides = contiguous_strides(self_.sizes());
+    let coords = (0..self_.dim())
+        .map(|d| {
+            let q = crate::ops::div_scalar_mode(&flat, Scalar::Int(strides[d]), Some("floor"))?;
+            crate::ops::remainder(&q, &Tensor::wrapped_scalar(Scalar::Int(self_.sizes()[d])))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    crate::ops::stack(&coords, 1)
+}
+
 /// `nonzero(Tensor self) -> Tensor`: the coordinates of the non-zero elements, one row each.
 pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
+    if crate::native::on_device(self_) {
+        return nonzero_on_device(self_);
+    }
     let v = self_.to_vec::<bool>()?;
     let n = self_.dim();
     let mut coords = Vec::new();

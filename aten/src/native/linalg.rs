@@ -928,7 +928,7 @@ pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
 }
 
 fn check_dot(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
-    check_cpu(op, &[a, b])?;
+    check_same_device(op, &[a, b])?;
     if a.dim() != 1 || b.dim() != 1 {
         return Err(Error::shape(op, format!("1D tensors expected, but got {}D and {}D tensors", a.dim(), b.dim())));
     }

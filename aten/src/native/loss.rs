@@ -93,6 +93,56 @@ fn run3(op: &str, iter: &TensorIterator, f: impl Fn(f64, f64, f64) -> f64 + Sync
     }, d => Err(Error::UnsupportedDtype { op: op.into(), dtype: d }))
 }
 
+// Note [Pointwise losses on a device]: on a device the pointwise losses are compositions of the
+// device's elementwise kernels, computed in float32 (float64 for float64) and rounded once to
+// the promoted dtype at the end, so every temporary stays on the device. The CPU computes the
+// same formulas in float64.
+
+/// `f(input, target)` of device operands, in the work dtype, converted back to the promoted
+/// floating dtype; `None` for CPU (and meta) operands, which the CPU loops compute.
+fn on_device2(
+    op: &str,
+    a: &Tensor,
+    b: &Tensor,
+    f: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    if !crate::native::on_device(a) {
+        return None;
+    }
+    let dtype = crate::native::tensor_iterator::binary_result_dtype(a, b);
+    Some(float_dtype(op, dtype).and_then(|()| {
+        let work = crate::native::device_work_dtype(dtype);
+        let to = |t: &Tensor| crate::native::copy::to_dtype(t, work);
+        crate::native::copy::to_dtype(&f(&to(a)?, &to(b)?)?, dtype)
+    }))
+}
+
+fn sub1(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    crate::ops::sub(a, b, Scalar::Int(1))
+}
+fn times(a: &Tensor, v: f64) -> Result<Tensor> {
+    crate::ops::mul_scalar(a, Scalar::Float(v))
+}
+fn plus(a: &Tensor, v: f64) -> Result<Tensor> {
+    crate::ops::add_scalar(a, Scalar::Float(v), Scalar::Int(1))
+}
+
+/// `z < cut ? small(z) : large(z)` of `z = |x - y|` (smooth L1 and Huber).
+fn piecewise_on_device(
+    op: &str,
+    a: &Tensor,
+    b: &Tensor,
+    cut: f64,
+    small: impl FnOnce(&Tensor) -> Result<Tensor>,
+    large: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    on_device2(op, a, b, |x, y| {
+        let z = crate::ops::abs(&sub1(x, y)?)?;
+        let below = crate::ops::lt_scalar(&z, Scalar::Float(cut))?;
+        crate::ops::where_self(&below, &small(&z)?, &large(&z)?)
+    })
+}
+
 fn times_weight(loss: Tensor, weight: Option<&Tensor>) -> Result<Tensor> {
     match weight {
         Some(w) => crate::ops::mul(&loss, w),
@@ -105,6 +155,13 @@ fn times_weight(loss: Tensor, weight: Option<&Tensor>) -> Result<Tensor> {
 /// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
 pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction_: i64) -> Result<Tensor> {
     let r = reduction("mse_loss", reduction_)?;
+    let square = |x: &Tensor, y: &Tensor| {
+        let d = sub1(x, y)?;
+        crate::ops::mul(&d, &d)
+    };
+    if let Some(loss) = on_device2("mse_loss", self_, target, square) {
+        return apply_reduction(loss?, r);
+    }
     apply_reduction(pointwise2("mse_loss", self_, target, |x, y| (x - y) * (x - y))?, r)
 }
 
@@ -124,6 +181,10 @@ pub fn smooth_l1_loss(self_: &Tensor, target: &Tensor, reduction_: i64, beta: f6
     if beta == 0.0 {
         return l1_loss(self_, target, reduction_);
     }
+    let small = |z: &Tensor| times(&crate::ops::mul(z, z)?, 0.5 / beta);
+    if let Some(loss) = piecewise_on_device(OP, self_, target, beta, small, |z| plus(z, -0.5 * beta)) {
+        return apply_reduction(loss?, r);
+    }
     let loss = pointwise2(OP, self_, target, move |x, y| {
         let z = (x - y).abs();
         if z < beta {
@@ -141,6 +202,11 @@ pub fn huber_loss(self_: &Tensor, target: &Tensor, reduction_: i64, delta: f64) 
     let r = reduction(OP, reduction_)?;
     if delta <= 0.0 {
         return Err(Error::invalid(OP, "huber_loss does not support non-positive values for delta."));
+    }
+    let small = |z: &Tensor| times(&crate::ops::mul(z, z)?, 0.5);
+    let large = |z: &Tensor| times(&plus(z, -0.5 * delta)?, delta);
+    if let Some(loss) = piecewise_on_device(OP, self_, target, delta, small, large) {
+        return apply_reduction(loss?, r);
     }
     let loss = pointwise2(OP, self_, target, move |x, y| {
         let z = (x - y).abs();
@@ -213,6 +279,24 @@ pub fn binary_cross_entropy_with_logits(
         let softplus_neg = (-x.abs()).exp().ln_1p() + (-x).max(0.0);
         (1.0 - t) * x + (1.0 + (pw - 1.0) * t) * softplus_neg
     };
+    let device = on_device2(OP, self_, target, |x, t| {
+        // softplus(-x) = log1p(exp(-|x|)) + max(-x, 0)
+        let neg = crate::ops::neg(x)?;
+        let tail = crate::ops::log1p(&crate::ops::exp(&crate::ops::neg(&crate::ops::abs(x)?)?)?)?;
+        let softplus_neg =
+            crate::ops::add(&tail, &crate::ops::clamp(&neg, Some(Scalar::Int(0)), None)?, Scalar::Int(1))?;
+        let coef = match pos_weight {
+            // 1 + (pw - 1) t
+            Some(pw) => plus(&crate::ops::mul(&plus(&crate::native::copy::to_dtype(pw, x.dtype())?, -1.0)?, t)?, 1.0)?,
+            None => crate::ops::ones_like(t, None, None, None, None, None)?,
+        };
+        // (1 - t) x + coef softplus(-x)
+        let first = crate::ops::mul(&plus(&crate::ops::neg(t)?, 1.0)?, x)?;
+        crate::ops::add(&first, &crate::ops::mul(&coef, &softplus_neg)?, Scalar::Int(1))
+    });
+    if let Some(loss) = device {
+        return apply_reduction(times_weight(loss?, weight)?, r);
+    }
     let loss = match pos_weight {
         Some(pw) => pointwise3(OP, self_, target, pw, false, f)?,
         None => pointwise2(OP, self_, target, move |x, t| f(x, t, 1.0))?,
@@ -227,6 +311,18 @@ pub fn binary_cross_entropy_with_logits(
 pub fn kl_div(self_: &Tensor, target: &Tensor, reduction_: i64, log_target: bool) -> Result<Tensor> {
     const OP: &str = "kl_div";
     let r = reduction(OP, reduction_)?;
+    let device = on_device2(OP, self_, target, |x, t| {
+        if log_target {
+            return crate::ops::mul(&crate::ops::exp(t)?, &sub1(t, x)?);
+        }
+        // xlogy(t, t) - t x, with 0 log 0 = 0 (NaN stays NaN: `t == 0` is false for it).
+        let zero = crate::ops::eq_scalar(t, Scalar::Int(0))?;
+        let xlogy = crate::ops::masked_fill(&crate::ops::mul(t, &crate::ops::log(t)?)?, &zero, Scalar::Int(0))?;
+        sub1(&xlogy, &crate::ops::mul(t, x)?)
+    });
+    if let Some(loss) = device {
+        return apply_reduction(loss?, r);
+    }
     let loss = if log_target {
         pointwise2(OP, self_, target, |x, t| t.exp() * (t - x))?
     } else {
@@ -420,19 +516,25 @@ impl ClassProblem {
     }
 }
 
+/// A class weight is a vector of `c` elements.
+fn check_class_weight_shape(op: &str, w: &Tensor, c: i64) -> Result<()> {
+    if w.dim() != 1 || w.numel() != c {
+        return Err(Error::shape(
+            op,
+            format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+                w.sizes()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn check_class_weight(op: &str, weight: Option<&Tensor>, c: usize) -> Result<Option<Vec<f64>>> {
     match weight {
         None => Ok(None),
         Some(w) => {
-            if w.dim() != 1 || w.numel() as usize != c {
-                return Err(Error::shape(
-                    op,
-                    format!(
-                        "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
-                        w.sizes()
-                    ),
-                ));
-            }
+            check_class_weight_shape(op, w, c as i64)?;
             Ok(Some(w.to_vec::<f64>()?))
         }
     }
@@ -555,6 +657,73 @@ fn check_nll_nd(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
     }
 }
 
+/// The negative log-likelihood of device log-probabilities `input` (`[N, C, *]` or `[C]`) at
+/// class-index targets, with label smoothing: [`nll_reduce`]'s formula from the device's
+/// operators (the picked log-probabilities by `gather`, the weights by `index_select`); the
+/// targets' range is checked from their minimum and maximum (two numbers to the host, where
+/// PyTorch's CUDA kernel asserts on the device).
+fn class_nll_on_device(
+    op: &str,
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    r: Reduction,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    let cd: i64 = if input.dim() == 1 { 0 } else { 1 };
+    let c = input.sizes()[cd as usize];
+    if let Some(w) = weight {
+        check_class_weight_shape(op, w, c)?;
+    }
+    let dtype = input.dtype();
+    let t = crate::native::copy::to_dtype(target, ScalarType::I64)?;
+    let ignored = crate::ops::eq_scalar(&t, Scalar::Int(ignore_index))?;
+    let safe = crate::ops::masked_fill(&t, &ignored, Scalar::Int(0))?;
+    if safe.numel() > 0 {
+        for extreme in [crate::ops::amin(&safe, &[], false)?, crate::ops::amax(&safe, &[], false)?] {
+            let v = extreme.item::<i64>()?;
+            if v < 0 || v >= c {
+                return Err(Error::Index { op: op.into(), msg: format!("Target {v} is out of bounds.") });
+            }
+        }
+    }
+    let kept = crate::native::copy::to_dtype(&crate::ops::logical_not(&ignored)?, dtype)?;
+    let picked =
+        crate::ops::squeeze_dim(&crate::ops::gather(input, cd, &crate::ops::unsqueeze(&safe, cd)?, false)?, cd)?;
+    let weights = match weight {
+        Some(w) => {
+            let w = crate::native::copy::to_dtype(w, dtype)?;
+            let per = crate::ops::index_select(&w, 0, &crate::ops::reshape(&safe, &[-1])?)?;
+            crate::ops::mul(&crate::ops::reshape(&per, target.sizes())?, &kept)?
+        }
+        None => kept.clone(),
+    };
+    let mut losses = crate::ops::neg(&crate::ops::mul(&picked, &weights)?)?;
+    if label_smoothing > 0.0 {
+        let weighted = match weight {
+            Some(w) => {
+                let mut shape = vec![1i64; input.dim()];
+                shape[cd as usize] = c;
+                crate::ops::mul(input, &crate::ops::reshape(&crate::native::copy::to_dtype(w, dtype)?, &shape)?)?
+            }
+            None => input.clone(),
+        };
+        let smooth = crate::ops::neg(&crate::ops::sum_dim_intlist(&weighted, Some(&[cd]), false, None)?)?;
+        let smooth = crate::ops::mul(&smooth, &kept)?;
+        losses = crate::ops::add(
+            &crate::ops::mul_scalar(&losses, Scalar::Float(1.0 - label_smoothing))?,
+            &crate::ops::mul_scalar(&smooth, Scalar::Float(label_smoothing / c as f64))?,
+            Scalar::Int(1),
+        )?;
+    }
+    match r {
+        Reduction::None => Ok(losses),
+        Reduction::Sum => crate::ops::sum(&losses, None),
+        Reduction::Mean => crate::ops::div(&crate::ops::sum(&losses, None)?, &crate::ops::sum(&weights, None)?),
+    }
+}
+
 fn nll_common(
     op: &str,
     input: &Tensor,
@@ -564,6 +733,10 @@ fn nll_common(
     ignore_index: i64,
 ) -> Result<Tensor> {
     let r = reduction(op, reduction_)?;
+    if crate::native::on_device(input) {
+        float_dtype(op, input.dtype())?;
+        return class_nll_on_device(op, input, target, weight, r, ignore_index, 0.0);
+    }
     let p = ClassProblem::new(op, input, target)?;
     let w = check_class_weight(op, weight, p.c)?;
     nll_reduce(op, &p, w.as_deref(), r, ignore_index, 0.0)
@@ -623,27 +796,27 @@ pub fn cross_entropy_loss(
         return Err(Error::invalid(OP, format!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")));
     }
     float_dtype(OP, self_.dtype())?;
+    let device = crate::native::on_device(self_);
     if self_.sizes() == target.sizes() && self_.dim() >= 1 {
+        if device {
+            return cross_entropy_probs_on_device(self_, target, weight, r, ignore_index, label_smoothing);
+        }
         return cross_entropy_probs(self_, target, weight, r, ignore_index, label_smoothing);
     }
     check_nll_nd(OP, self_, target)?;
+    if device {
+        let cd = if self_.dim() == 1 { 0 } else { 1 };
+        let logp = crate::ops::log_softmax(self_, cd, None)?;
+        return class_nll_on_device(OP, &logp, target, weight, r, ignore_index, label_smoothing);
+    }
     let mut p = ClassProblem::new(OP, self_, target)?;
     let w = check_class_weight(OP, weight, p.c)?;
     p.log_softmax();
     nll_reduce(OP, &p, w.as_deref(), r, ignore_index, label_smoothing)
 }
 
-/// Cross entropy with class-probability targets:
-/// `-sum_k w[k] t'[k] log_softmax(x)[k]` with `t' = t (1 - ls) + ls / C`; the mean divides by
-/// the number of positions (not by the weights).
-fn cross_entropy_probs(
-    input: &Tensor,
-    target: &Tensor,
-    weight: Option<&Tensor>,
-    r: Reduction,
-    ignore_index: i64,
-    label_smoothing: f64,
-) -> Result<Tensor> {
+/// The checks of cross entropy's probability targets: a floating target, no `ignore_index`.
+fn check_prob_target(target: &Tensor, ignore_index: i64) -> Result<()> {
     const OP: &str = "cross_entropy_loss";
     if !target.dtype().is_floating_point() {
         return Err(Error::invalid(
@@ -657,6 +830,79 @@ fn cross_entropy_probs(
     if ignore_index >= 0 {
         return Err(Error::invalid(OP, "ignore_index is not supported for floating point target"));
     }
+    Ok(())
+}
+
+/// Cross entropy's class weight with probability targets: a vector of `c` elements.
+fn check_prob_weight(w: &Tensor, c: i64) -> Result<()> {
+    if w.dim() != 1 || w.numel() != c {
+        return Err(Error::shape(
+            "cross_entropy_loss",
+            format!(
+                "cross_entropy: weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+                w.sizes()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// [`cross_entropy_probs`] of device tensors, from the device's operators.
+fn cross_entropy_probs_on_device(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    r: Reduction,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    let cd: i64 = if input.dim() == 1 { 0 } else { 1 };
+    let c = input.sizes()[cd as usize];
+    check_prob_target(target, ignore_index)?;
+    if let Some(w) = weight {
+        check_prob_weight(w, c)?;
+    }
+    let logp = crate::ops::log_softmax(input, cd, None)?;
+    let t = crate::native::copy::to_dtype(target, input.dtype())?;
+    let t = if label_smoothing > 0.0 {
+        crate::ops::add_scalar(
+            &crate::ops::mul_scalar(&t, Scalar::Float(1.0 - label_smoothing))?,
+            Scalar::Float(label_smoothing / c as f64),
+            Scalar::Int(1),
+        )?
+    } else {
+        t
+    };
+    let mut prod = crate::ops::mul(&logp, &t)?;
+    if let Some(w) = weight {
+        let mut shape = vec![1i64; input.dim()];
+        shape[cd as usize] = c;
+        prod =
+            crate::ops::mul(&prod, &crate::ops::reshape(&crate::native::copy::to_dtype(w, input.dtype())?, &shape)?)?;
+    }
+    let per = crate::ops::neg(&crate::ops::sum_dim_intlist(&prod, Some(&[cd]), false, None)?)?;
+    match r {
+        Reduction::None => Ok(per),
+        Reduction::Sum => crate::ops::sum(&per, None),
+        // The mean over positions (the numel without the class dim).
+        Reduction::Mean => {
+            crate::ops::mul_scalar(&crate::ops::sum(&per, None)?, Scalar::Float(c as f64 / input.numel().max(1) as f64))
+        }
+    }
+}
+
+/// Cross entropy with class-probability targets:
+/// `-sum_k w[k] t'[k] log_softmax(x)[k]` with `t' = t (1 - ls) + ls / C`; the mean divides by
+/// the number of positions (not by the weights).
+fn cross_entropy_probs(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    r: Reduction,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    check_prob_target(target, ignore_index)?;
     let sz = input.sizes();
     let (n, c) = if input.dim() == 1 { (1, sz[0]) } else { (sz[0], sz[1]) };
     let s: i64 = if input.dim() > 2 { sz[2..].iter().product() } else { 1 };
@@ -672,15 +918,7 @@ fn cross_entropy_probs(
     let w = match weight {
         None => None,
         Some(w) => {
-            if w.dim() != 1 || w.numel() != c {
-                return Err(Error::shape(
-                    OP,
-                    format!(
-                        "cross_entropy: weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
-                        w.sizes()
-                    ),
-                ));
-            }
+            check_prob_weight(w, c)?;
             Some(w.to_vec::<f64>()?)
         }
     };

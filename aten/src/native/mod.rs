@@ -99,6 +99,22 @@ pub mod tensor_iterator;
 pub mod ternary;
 pub mod unary;
 
+/// Whether `t` lives on a device whose loops are not the CPU's (and not the meta device's): the
+/// operators composed from device operators take their device path for it.
+pub(crate) fn on_device(t: &crate::Tensor) -> bool {
+    !t.device().is_cpu() && !t.device().is_meta()
+}
+
+/// The dtype an operator composed from device operators computes in: float64 for float64,
+/// float32 otherwise (the 16-bit floats round once at the end, as the CPU does).
+pub(crate) fn device_work_dtype(dtype: c10::ScalarType) -> c10::ScalarType {
+    if dtype == c10::ScalarType::F64 {
+        c10::ScalarType::F64
+    } else {
+        c10::ScalarType::F32
+    }
+}
+
 /// That every tensor of `others` is on `device`: the first that is not gives the
 /// `DeviceMismatch` error. Kernels that run on more than one device call it before reading
 /// anything (a CPU kernel handed a meta tensor would read memory that does not exist).

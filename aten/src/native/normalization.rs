@@ -11,23 +11,31 @@
 
 use rayon::prelude::*;
 
-use c10::{Element, Error, Result, ScalarType};
+use c10::{Element, Error, Result, Scalar, ScalarType};
 
 use crate::native::tensor_iterator::GRAIN_SIZE;
 use crate::Tensor;
 
 /// Values of an optional per-feature parameter (`weight`, `bias`, running stats) as f64, checked
 /// to hold `n` elements.
+/// The checks of [`param`] alone: `n` elements of a floating dtype.
+fn check_param(op: &str, name: &str, t: Option<&Tensor>, n: usize) -> Result<()> {
+    if let Some(t) = t {
+        if t.numel() as usize != n {
+            return Err(Error::shape(op, format!("{name} should contain {n} elements not {}", t.numel())));
+        }
+        if !t.dtype().is_floating_point() {
+            return Err(Error::UnsupportedDtype { op: op.into(), dtype: t.dtype() });
+        }
+    }
+    Ok(())
+}
+
 fn param(op: &str, name: &str, t: Option<&Tensor>, n: usize) -> Result<Option<Vec<f64>>> {
+    check_param(op, name, t, n)?;
     match t {
         None => Ok(None),
         Some(t) => {
-            if t.numel() as usize != n {
-                return Err(Error::shape(op, format!("{name} should contain {n} elements not {}", t.numel())));
-            }
-            if !t.dtype().is_floating_point() {
-                return Err(Error::UnsupportedDtype { op: op.into(), dtype: t.dtype() });
-            }
             if t.device().is_meta() {
                 // Checked, and no values to read: the callers return meta outputs next.
                 return Ok(None);
@@ -109,6 +117,45 @@ fn layer_norm_rows<T: Element>(
     (out, mean, rstd)
 }
 
+// Note [Normalisation on a device]: layer, batch and group norm of a device tensor are
+// compositions of the device's reductions (`mean` over the normalised dims, the biased variance
+// as the mean of squared deviations, PyTorch's statistics) and elementwise kernels, in float32
+// (float64 for float64) and rounded once to the input's dtype at the end, so every temporary
+// and statistic stays on the device. Batch norm's running statistics are updated in place on
+// the device with the unbiased variance, as on the CPU.
+
+/// The statistics over some dims of a work-dtype tensor, kept (size 1) there.
+struct Moments {
+    normalised: Tensor,
+    mean: Tensor,
+    /// The biased variance.
+    var: Tensor,
+    rstd: Tensor,
+}
+
+/// `(x - mean) * rstd` with the biased variance over `dims` of the work-dtype `x`.
+fn normalise_on_device(x: &Tensor, dims: &[i64], eps: f64) -> Result<Moments> {
+    let mean = crate::ops::mean_dim(x, Some(dims), true, None)?;
+    let xc = crate::ops::sub(x, &mean, Scalar::Int(1))?;
+    let var = crate::ops::mean_dim(&crate::ops::mul(&xc, &xc)?, Some(dims), true, None)?;
+    let rstd = crate::ops::rsqrt(&crate::ops::add_scalar(&var, Scalar::Float(eps), Scalar::Int(1))?)?;
+    Ok(Moments { normalised: crate::ops::mul(&xc, &rstd)?, mean, var, rstd })
+}
+
+/// `y * weight + bias` with the parameters viewed as `shape` (in `y`'s dtype).
+fn affine_on_device(y: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, shape: &[i64]) -> Result<Tensor> {
+    let dtype = y.dtype();
+    let view = |t: &Tensor| crate::ops::reshape(&crate::native::copy::to_dtype(t, dtype)?, shape);
+    let mut y = y;
+    if let Some(w) = weight {
+        y = crate::ops::mul(&y, &view(w)?)?;
+    }
+    if let Some(b) = bias {
+        y = crate::ops::add(&y, &view(b)?, Scalar::Int(1))?;
+    }
+    Ok(y)
+}
+
 /// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
 ///
 /// Returns the output, and the mean and rstd of every normalised row with shape
@@ -159,6 +206,16 @@ pub fn native_layer_norm(
     crate::native::check_device(OP, input.device(), [weight, bias].into_iter().flatten())?;
     check_float(OP, input)?;
     let n = c10::size::numel(OP, normalized_shape)?;
+    if crate::native::on_device(input) {
+        // Note [Normalisation on a device]
+        let dtype = input.dtype();
+        let x = crate::native::copy::to_dtype(input, crate::native::device_work_dtype(dtype))?;
+        let dims: Vec<i64> = ((nd - k) as i64..nd as i64).collect();
+        let m = normalise_on_device(&x, &dims, eps)?;
+        let y = affine_on_device(m.normalised, weight, bias, normalized_shape)?;
+        let back = |t: &Tensor| crate::native::copy::to_dtype(t, dtype);
+        return Ok((back(&y)?, back(&m.mean)?, back(&m.rstd)?));
+    }
     let w = param(OP, "weight", weight, n as usize)?;
     let b = param(OP, "bias", bias, n as usize)?;
     let mut stat_shape: Vec<i64> = input.sizes()[..nd - k].to_vec();
@@ -289,6 +346,9 @@ fn batch_norm_impl(
     let sizes = input.sizes();
     let (outer, c) = (sizes[0] as usize, sizes[1] as usize);
     let inner: usize = c10::size::sub_numel(&sizes[2..]);
+    if crate::native::on_device(input) {
+        return batch_norm_on_device(op, input, weight, bias, running_mean, running_var, training, momentum, eps);
+    }
     let w = param(op, "weight", weight, c)?;
     let b = param(op, "bias", bias, c)?;
     let rm = param(op, "running_mean", running_mean, c)?;
@@ -331,6 +391,65 @@ fn batch_norm_impl(
             Ok((out, tensor_from_f64(&[], &[0], dtype)?, tensor_from_f64(&[], &[0], dtype)?))
         }
     }, d => Err(Error::UnsupportedDtype { op: op.into(), dtype: d }))
+}
+
+/// Batch norm of a device tensor (Note [Normalisation on a device]); `input` has at least two
+/// dims and a floating dtype.
+#[allow(clippy::too_many_arguments)]
+fn batch_norm_on_device(
+    op: &str,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let c = input.sizes()[1];
+    for (name, t) in [("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)]
+    {
+        check_param(op, name, t, c as usize)?;
+    }
+    if !training && (running_mean.is_none() || running_var.is_none()) {
+        return Err(Error::invalid(op, "running_mean and running_var must be defined in evaluation mode"));
+    }
+    let dtype = input.dtype();
+    let x = crate::native::copy::to_dtype(input, crate::native::device_work_dtype(dtype))?;
+    let mut shape = vec![1i64; input.dim()];
+    shape[1] = c;
+    let back = |t: &Tensor| crate::native::copy::to_dtype(&crate::ops::reshape(t, &[-1])?, dtype);
+    if training {
+        let dims: Vec<i64> = (0..input.dim() as i64).filter(|&d| d != 1).collect();
+        let m = normalise_on_device(&x, &dims, eps)?;
+        let n = (input.numel() / c.max(1)) as f64;
+        // (1 - momentum) * old + momentum * new, written into the running statistic.
+        let update = |t: &Tensor, new: &Tensor| -> Result<()> {
+            let old =
+                crate::ops::mul_scalar(&crate::native::copy::to_dtype(t, x.dtype())?, Scalar::Float(1.0 - momentum))?;
+            let new = crate::ops::reshape(&crate::ops::mul_scalar(new, Scalar::Float(momentum))?, t.sizes())?;
+            crate::native::copy::copy_into(t, &crate::ops::add(&old, &new, Scalar::Int(1))?)
+        };
+        if let Some(t) = running_mean {
+            update(t, &m.mean)?;
+        }
+        if let Some(t) = running_var {
+            update(t, &crate::ops::mul_scalar(&m.var, Scalar::Float(n / (n - 1.0)))?)?;
+        }
+        let y = affine_on_device(m.normalised, weight, bias, &shape)?;
+        return Ok((crate::native::copy::to_dtype(&y, dtype)?, back(&m.mean)?, back(&m.rstd)?));
+    }
+    let (rm, rv) = match (running_mean, running_var) {
+        (Some(m), Some(v)) => (m, v),
+        _ => return Err(Error::invalid(op, "running_mean and running_var must be defined in evaluation mode")),
+    };
+    let view = |t: &Tensor| crate::ops::reshape(&crate::native::copy::to_dtype(t, x.dtype())?, &shape);
+    let invstd = crate::ops::rsqrt(&crate::ops::add_scalar(&view(rv)?, Scalar::Float(eps), Scalar::Int(1))?)?;
+    let y = crate::ops::mul(&crate::ops::sub(&x, &view(rm)?, Scalar::Int(1))?, &invstd)?;
+    let y = affine_on_device(y, weight, bias, &shape)?;
+    let empty = || Tensor::empty_uninit(&[0], dtype, input.device());
+    Ok((crate::native::copy::to_dtype(&y, dtype)?, empty()?, empty()?))
 }
 
 /// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
@@ -414,6 +533,54 @@ pub fn check_instance_norm(
     ])
 }
 
+/// `instance_norm` as PyTorch composes it: `batch_norm` over the input viewed as `[1, N * C,
+/// ...]`, with the affine parameters and running statistics repeated per sample, and the
+/// updated running statistics averaged back over the samples. On a device (its batch norm),
+/// and autograd's decomposition, which differentiates it through `batch_norm`.
+#[allow(clippy::too_many_arguments)]
+pub fn instance_norm_by_batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    use_input_stats: bool,
+    momentum: f64,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    check_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats)?;
+    let sizes = input.sizes().to_vec();
+    let (n, c) = (sizes[0], sizes[1]);
+    let repeat = |t: Option<&Tensor>| t.map(|t| crate::ops::repeat(t, &[n])).transpose();
+    let (w, b) = (repeat(weight)?, repeat(bias)?);
+    let (rm, rv) = (repeat(running_mean)?, repeat(running_var)?);
+    let mut shape = sizes.clone();
+    shape[0] = 1;
+    shape[1] = n * c;
+    let x = crate::ops::reshape(input, &shape)?;
+    let out = crate::ops::batch_norm(
+        &x,
+        w.as_ref(),
+        b.as_ref(),
+        rm.as_ref(),
+        rv.as_ref(),
+        use_input_stats,
+        momentum,
+        eps,
+        cudnn_enabled,
+    )?;
+    if use_input_stats {
+        for (running, updated) in [(running_mean, &rm), (running_var, &rv)] {
+            if let (Some(running), Some(updated)) = (running, updated) {
+                let mean = crate::ops::mean_dim(&crate::ops::reshape(updated, &[n, c])?, Some(&[0]), false, None)?;
+                crate::ops::copy_(running, &mean, false)?;
+            }
+        }
+    }
+    crate::ops::reshape(&out, &sizes)
+}
+
 /// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor`
 ///
 /// Batch norm of `input` viewed as `[1, N*C, *]`; the running statistics (per channel) are
@@ -431,6 +598,19 @@ pub fn instance_norm(
     _cudnn_enabled: bool,
 ) -> Result<Tensor> {
     const OP: &str = "instance_norm";
+    if crate::native::on_device(input) {
+        return instance_norm_by_batch_norm(
+            input,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            use_input_stats,
+            momentum,
+            eps,
+            _cudnn_enabled,
+        );
+    }
     let [w, b, rm, rv] = check_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats)?;
     let sizes = input.sizes();
     let (n, c) = (sizes[0] as usize, sizes[1] as usize);
@@ -514,6 +694,23 @@ pub fn native_group_norm(
                 ));
             }
         }
+    }
+    if crate::native::on_device(input) {
+        // Note [Normalisation on a device]
+        let dtype = input.dtype();
+        let x = crate::ops::reshape(
+            &crate::native::copy::to_dtype(input, crate::native::device_work_dtype(dtype))?,
+            &[n, group, -1],
+        )?;
+        crate::native::check_device(OP, input.device(), [weight, bias].into_iter().flatten())?;
+        let m = normalise_on_device(&x, &[2], eps)?;
+        let mut shape = vec![1i64; input.dim()];
+        if input.dim() > 1 {
+            shape[1] = c;
+        }
+        let y = affine_on_device(crate::ops::reshape(&m.normalised, input.sizes())?, weight, bias, &shape)?;
+        let stat = |t: &Tensor| crate::native::copy::to_dtype(&crate::ops::reshape(t, &[n, group])?, dtype);
+        return Ok((crate::native::copy::to_dtype(&y, dtype)?, stat(&m.mean)?, stat(&m.rstd)?));
     }
     let w = param(OP, "weight", weight, c as usize)?;
     let b = param(OP, "bias", bias, c as usize)?;

@@ -85,6 +85,9 @@ pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `atan2(Tensor self, Tensor other) -> Tensor`
 pub fn atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let iter = binary_iter("atan2", self_, other, true)?;
+    if !iter.is_cpu() {
+        return run_on_device("atan2", iter, &[]);
+    }
     float_zip(&iter, "atan2", f64::atan2)?;
     iter.output(0)
 }
@@ -104,6 +107,9 @@ fn int_mod_check(iter: &TensorIterator, op: &str) -> Result<()> {
 pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let iter = binary_iter("fmod", self_, other, false)?;
     int_mod_check(&iter, "fmod")?;
+    if !iter.is_cpu() {
+        return run_on_device("fmod", iter, &[]);
+    }
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(&iter, |x, y| T::from_acc(x.to_acc() % y.to_acc()));
     }, other => match_int!(other, T => {
@@ -116,6 +122,9 @@ pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let iter = binary_iter("remainder", self_, other, false)?;
     int_mod_check(&iter, "remainder")?;
+    if !iter.is_cpu() {
+        return run_on_device("remainder", iter, &[]);
+    }
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(&iter, |x, y| {
             let (a, b) = (x.to_acc(), y.to_acc());
@@ -168,14 +177,21 @@ fn powi<T: num_traits::PrimInt + num_traits::WrappingMul + num_traits::WrappingS
 
 fn pow_impl(a: &Tensor, b: &Tensor, scalar_exponent: bool) -> Result<Tensor> {
     let iter = binary_iter("pow", a, b, false)?;
+    // An integer base with an integer Scalar exponent (pow.Tensor_Scalar): one number to look at.
+    // Tensors of negative integer exponents are not checked; they follow `powi`.
+    if scalar_exponent && !iter.device().is_meta() && iter.operand(2).to_vec::<i64>()?.iter().any(|&e| e < 0) {
+        return Err(Error::invalid("pow", "Integers to negative integer powers are not allowed."));
+    }
+    if !iter.is_cpu() {
+        let dtype = iter.common_dtype();
+        if dtype == ScalarType::Bool || dtype.is_complex() {
+            return Err(Error::UnsupportedDtype { op: "pow".into(), dtype });
+        }
+        return run_on_device("pow", iter, &[]);
+    }
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(&iter, |x, y| T::from_acc(x.to_acc().powf(y.to_acc())));
     }, other => match_int!(other, T => {
-        // Only a Scalar exponent is checked (pow.Tensor_Scalar); tensors of negative
-        // exponents follow `powi`.
-        if scalar_exponent && !iter.device().is_meta() && iter.operand(2).to_vec::<i64>()?.iter().any(|&e| e < 0) {
-            return Err(Error::invalid("pow", "Integers to negative integer powers are not allowed."));
-        }
         binary_loop::<T, T, T>(&iter, powi::<T>);
     }, d => return Err(Error::UnsupportedDtype { op: "pow".into(), dtype: d })));
     iter.output(0)
@@ -199,11 +215,7 @@ pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
 
 /// `logical_and(Tensor self, Tensor other) -> Tensor`
 pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    let a = crate::native::copy::to_dtype(self_, ScalarType::Bool)?;
-    let b = crate::native::copy::to_dtype(other, ScalarType::Bool)?;
-    let iter = TensorIteratorConfig::binary_op("logical_and", None, &a, &b).build()?;
-    binary_loop::<bool, bool, bool>(&iter, |x, y| x && y);
-    iter.output(0)
+    logical_binary("logical_and", self_, other, |x, y| x && y)
 }
 
 /// `logical_not(Tensor self) -> Tensor`
@@ -215,6 +227,9 @@ pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
         .static_output_dtype(ScalarType::Bool)
         .common_dtype(self_.dtype())
         .build()?;
+    if !iter.is_cpu() {
+        return run_on_device("logical_not", iter, &[]);
+    }
     c10::dispatch_all_types!(self_.dtype(), T => unary_loop::<bool, T>(&iter, |x| !x.to_bool()));
     iter.output(0)
 }
@@ -228,6 +243,9 @@ pub fn isnan(self_: &Tensor) -> Result<Tensor> {
         .static_output_dtype(ScalarType::Bool)
         .common_dtype(self_.dtype())
         .build()?;
+    if !iter.is_cpu() {
+        return crate::native::unary::predicate_on_device(iter, false);
+    }
     c10::dispatch_all_types!(self_.dtype(), T => unary_loop::<bool, T>(&iter, |x| x.to_f64().is_nan()));
     iter.output(0)
 }
@@ -238,6 +256,12 @@ pub fn isnan(self_: &Tensor) -> Result<Tensor> {
 pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
     let w = weight.to_f64();
     let iter = binary_iter("lerp", self_, end, false)?;
+    if !iter.is_cpu() {
+        if !iter.common_dtype().is_floating_point() {
+            return Err(Error::UnsupportedDtype { op: "lerp".into(), dtype: iter.common_dtype() });
+        }
+        return run_on_device("lerp", iter, &[weight]);
+    }
     float_zip(&iter, "lerp", move |s, e| if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })?;
     iter.output(0)
 }
@@ -306,11 +330,19 @@ fn addc(
 ) -> Result<Tensor> {
     let iter =
         TensorIteratorConfig::new(op).add_output(out).add_input(s).add_input(t1).add_input(t2).promote_all().build()?;
-    let v = value.to_f64();
-    c10::dispatch_all_types!(iter.common_dtype(), T => {
-        if !T::DTYPE.is_floating_point() && div {
-            return Err(Error::invalid(op, "Integer division with addcdiv is no longer supported."));
+    let dtype = iter.common_dtype();
+    if !dtype.is_floating_point() && div {
+        return Err(Error::invalid(op, "Integer division with addcdiv is no longer supported."));
+    }
+    if !iter.is_cpu() {
+        if dtype == ScalarType::Bool || dtype.is_complex() {
+            return Err(Error::UnsupportedDtype { op: op.into(), dtype });
         }
+        let kernel = if div { "addcdiv" } else { "addcmul" };
+        return run_on_device(kernel, iter, &[value]);
+    }
+    let v = value.to_f64();
+    c10::dispatch_all_types!(dtype, T => {
         ternary_loop::<T, T, T, T>(&iter, move |a, b, c| {
             let (a, b, c) = (a.to_f64(), b.to_f64(), c.to_f64());
             <T as Element>::from_f64(if div { a + v * b / c } else { a + v * b * c })
@@ -341,8 +373,30 @@ pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result
     if min.is_none() && max.is_none() {
         return Err(Error::invalid("clamp", "At least one of 'min' or 'max' must not be None"));
     }
-    if on_device(self_) {
-        return clamp_scalar_impl("clamp", None, self_, min, max);
+    if crate::native::on_device(self_) {
+        // The loop below clamps in f64 and truncates the result to the dtype. For an integer
+        // dtype the same result comes from bounds saturated to its range, then truncated
+        // (`hardtanh` of uint8 by -1 and 1 clamps by 0 and 1, not by a wrapped 255).
+        let range = match self_.dtype() {
+            ScalarType::U8 => Some((u8::MIN as f64, u8::MAX as f64)),
+            ScalarType::I8 => Some((i8::MIN as f64, i8::MAX as f64)),
+            ScalarType::I16 => Some((i16::MIN as f64, i16::MAX as f64)),
+            ScalarType::I32 => Some((i32::MIN as f64, i32::MAX as f64)),
+            ScalarType::I64 => Some((i64::MIN as f64, i64::MAX as f64)),
+            _ => None,
+        };
+        // A NaN bound is no bound there (f64::max and min ignore NaN).
+        let f = |s: Scalar| match (range, s) {
+            (Some(_), Scalar::Float(v)) if v.is_nan() => None,
+            (Some((lo, hi)), Scalar::Float(v)) => Some(Scalar::Float(v.clamp(lo, hi))),
+            (Some((lo, hi)), Scalar::Int(v)) => Some(Scalar::Int((v as f64).clamp(lo, hi) as i64)),
+            _ => Some(s),
+        };
+        let (lo, hi) = (min.and_then(f), max.and_then(f));
+        if lo.is_none() && hi.is_none() {
+            return crate::ops::clone(self_, None);
+        }
+        return clamp_scalar_impl("clamp", None, self_, lo, hi);
     }
     let (lo, hi) = (min.map(|s| s.to_f64()), max.map(|s| s.to_f64()));
     let iter = unary_iter("clamp", self_, false)?;
@@ -383,6 +437,11 @@ pub fn masked_fill_scalar(self_: &Tensor, mask: &Tensor, value: Scalar) -> Resul
         .static_output_dtype(self_.dtype())
         .common_dtype(self_.dtype())
         .build()?;
+    if !iter.is_cpu() {
+        crate::native::stub::run("masked_fill", &iter, &[value])?;
+        drop(iter);
+        return Ok(out);
+    }
     c10::dispatch_all_types!(self_.dtype(), T => {
         let fill = <T as Element>::from_f64(value.to_f64());
         let fill = if T::DTYPE.is_floating_point() { fill } else { <T as Element>::from_i64(value.to_i64()) };
@@ -393,6 +452,31 @@ pub fn masked_fill_scalar(self_: &Tensor, mask: &Tensor, value: Scalar) -> Resul
 }
 
 // ---- parameterised activations (floating inputs only) ------------------------------------------
+
+/// Runs `kernel`'s device loop over `iter` with the operator's scalars (Note [Device-generic
+/// operators] in `native::stub`) and returns the output.
+fn run_on_device(kernel: &'static str, iter: TensorIterator, extra: &[Scalar]) -> Result<Tensor> {
+    crate::native::stub::run(kernel, &iter, extra)?;
+    iter.output(0)
+}
+
+/// A parameterised activation of a device tensor: `kernel`'s loop with the scalars `extra`.
+/// `None` for a CPU (or meta) tensor, which the caller's own loops compute.
+fn activation_on_device(
+    op: &'static str,
+    kernel: &'static str,
+    a: &Tensor,
+    extra: &[Scalar],
+) -> Option<Result<Tensor>> {
+    if !crate::native::on_device(a) {
+        return None;
+    }
+    Some(if !a.dtype().is_floating_point() {
+        Err(Error::UnsupportedDtype { op: op.into(), dtype: a.dtype() })
+    } else {
+        unary_iter(op, a, false).and_then(|iter| run_on_device(kernel, iter, extra))
+    })
+}
 
 fn activation(op: &'static str, a: &Tensor, f: impl Fn(f64) -> f64 + Sync) -> Result<Tensor> {
     if !a.dtype().is_floating_point() {
@@ -405,6 +489,9 @@ fn activation(op: &'static str, a: &Tensor, f: impl Fn(f64) -> f64 + Sync) -> Re
 
 /// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor`
 pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
+    if let Some(r) = activation_on_device("leaky_relu", "leaky_relu", self_, &[negative_slope]) {
+        return r;
+    }
     let s = negative_slope.to_f64();
     activation("leaky_relu", self_, move |x| if x > 0.0 { x } else { x * s })
 }
@@ -413,6 +500,9 @@ pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tens
     if !self_.dtype().is_floating_point() && self_.dtype() != ScalarType::Bool {
         // Integer inputs clamp in their own dtype (PyTorch's hardtanh accepts them).
         return crate::ops::clamp(self_, Some(min_val), Some(max_val));
+    }
+    if let Some(r) = activation_on_device("hardtanh", "hardtanh", self_, &[min_val, max_val]) {
+        return r;
     }
     let (lo, hi) = (min_val.to_f64(), max_val.to_f64());
     activation("hardtanh", self_, move |x| if x.is_nan() { x } else { x.max(lo).min(hi) })
@@ -488,6 +578,9 @@ fn op_activation<Op: UnaryFloatOp>(a: &Tensor) -> Result<Tensor> {
 
 /// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`
 pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
+    if let Some(r) = activation_on_device("elu", "elu", self_, &[alpha, scale, input_scale]) {
+        return r;
+    }
     let (a, s, i) = (alpha.to_f64(), scale.to_f64(), input_scale.to_f64());
     f32_kernel_activation!(
         "elu",
@@ -498,12 +591,21 @@ pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) ->
 }
 /// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`
 pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
+    if let Some(r) = activation_on_device("softplus", "softplus", self_, &[beta, threshold]) {
+        return r;
+    }
     let (b, t) = (beta.to_f64(), threshold.to_f64());
     f32_kernel_activation!("softplus", self_, SoftplusF32 { beta: b as f32, threshold: t as f32 });
     activation("softplus", self_, move |x| if x * b > t { x } else { (x * b).exp().ln_1p() / b })
 }
 /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    let kernel = if approximate == "tanh" { "gelu_tanh" } else { "gelu" };
+    if matches!(approximate, "none" | "tanh") {
+        if let Some(r) = activation_on_device("gelu", kernel, self_, &[]) {
+            return r;
+        }
+    }
     match approximate {
         "none" => op_activation::<GeluErf>(self_),
         "tanh" => op_activation::<GeluTanh>(self_),
@@ -515,6 +617,10 @@ pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
 /// `logit(Tensor self, float? eps=None) -> Tensor`
 pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let iter = unary_iter("logit", self_, true)?;
+    if !iter.is_cpu() {
+        let e = Scalar::Float(eps.unwrap_or(0.0));
+        return run_on_device("logit", iter, &[e, Scalar::Float(if eps.is_some() { 1.0 } else { 0.0 })]);
+    }
     float_map(&iter, "logit", move |x| {
         // PyTorch's `x < lo ? lo : (x > hi ? hi : x)`, not `f64::clamp`, which panics when
         // `eps > 0.5` (lo > hi) or eps is NaN.
@@ -561,11 +667,6 @@ fn clamp_value<T: Element>(x: T, lo: Option<T>, hi: Option<T>) -> T {
     v
 }
 
-/// Whether `t` lives on a device whose loops are not the CPU's (and not the meta device's).
-fn on_device(t: &Tensor) -> bool {
-    !t.device().is_cpu() && !t.device().is_meta()
-}
-
 /// `clamp` on a device, from its `maximum` and `minimum` kernels (a NaN in `a` or a bound
 /// propagates, as PyTorch's clamp; with `lo > hi` every element becomes `hi`), written into
 /// `out` when given.
@@ -593,7 +694,7 @@ fn clamp_tensor_impl(
     min: Option<&Tensor>,
     max: Option<&Tensor>,
 ) -> Result<Tensor> {
-    if on_device(a) && (min.is_some() || max.is_some()) {
+    if crate::native::on_device(a) && (min.is_some() || max.is_some()) {
         return clamp_on_device(out, a, min.cloned(), max.cloned());
     }
     let mut cfg = TensorIteratorConfig::new(op).add_output(out).add_input(a);
@@ -625,8 +726,13 @@ fn clamp_scalar_impl(
     if min.is_none() && max.is_none() {
         return Err(Error::invalid(op, "torch.clamp: At least one of 'min' or 'max' must not be None"));
     }
-    if on_device(a) {
-        let bound = |s: Scalar| crate::ops::full(&[], s, Some(a.dtype()), None, Some(a.device()), None);
+    if crate::native::on_device(a) {
+        // Each bound in the input's dtype, converted as the CPU loop below converts it
+        // (`Scalar::to`, which wraps an out-of-range integer: `hardtanh` of uint8 by -1 and 1).
+        let bound = |s: Scalar| -> Result<Tensor> {
+            let host = c10::dispatch_all_types!(a.dtype(), T => Tensor::from_vec(vec![s.to::<T>()], &[])?);
+            host.to_device(a.device())
+        };
         return clamp_on_device(out, a, min.map(bound).transpose()?, max.map(bound).transpose()?);
     }
     let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
@@ -784,6 +890,9 @@ pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
     }
     let a = crate::ops::narrow(self_, d as i64, 0, n / 2)?;
     let b = crate::ops::narrow(self_, d as i64, n / 2, n / 2)?;
+    if crate::native::on_device(self_) {
+        return crate::ops::mul(&a, &crate::ops::sigmoid(&b)?);
+    }
     let iter = binary_iter(OP, &a, &b, false)?;
     float_zip(&iter, OP, |x, y| x / (1.0 + (-y).exp()))?;
     iter.output(0)
@@ -793,10 +902,21 @@ pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
 /// one per channel (dimension 1).
 pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     const OP: &str = "prelu";
+    if crate::native::on_device(self_) {
+        return prelu_by_where(self_, weight);
+    }
     let w = prelu_weight(self_, weight)?;
     let iter = binary_iter(OP, self_, &w, false)?;
     float_zip(&iter, OP, |x, a| if x > 0.0 { x } else { a * x })?;
     iter.output(0)
+}
+
+/// `prelu` as `where(x > 0, x, w * x)`, the weight shaped as the kernel shapes it: on a device,
+/// and autograd's decomposition.
+pub fn prelu_by_where(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    let w = prelu_weight(self_, weight)?;
+    let positive = crate::ops::gt_scalar(self_, c10::Scalar::Int(0))?;
+    crate::ops::where_self(&positive, self_, &crate::ops::mul(self_, &w)?)
 }
 
 /// `prelu`'s weight shaped to broadcast against `self_`: a scalar for one parameter, else one
@@ -840,6 +960,15 @@ pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
 }
 /// `log_sigmoid(Tensor self) -> Tensor`
 pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
+    if crate::native::on_device(self_) {
+        // `min(x, 0) - log1p(exp(-|x|))` from the device's kernels.
+        if !self_.dtype().is_floating_point() {
+            return Err(Error::UnsupportedDtype { op: "log_sigmoid".into(), dtype: self_.dtype() });
+        }
+        let tail = crate::ops::log1p(&crate::ops::exp(&crate::ops::neg(&crate::ops::abs(self_)?)?)?)?;
+        let low = crate::ops::clamp(self_, None, Some(Scalar::Int(0)))?;
+        return crate::ops::sub(&low, &tail, Scalar::Int(1));
+    }
     activation("log_sigmoid", self_, |x| x.min(0.0) - (-x.abs()).exp().ln_1p())
 }
 
@@ -1125,6 +1254,9 @@ fn logical_binary(op: &'static str, a: &Tensor, b: &Tensor, f: fn(bool, bool) ->
     let a = crate::native::copy::to_dtype(a, ScalarType::Bool)?;
     let b = crate::native::copy::to_dtype(b, ScalarType::Bool)?;
     let iter = TensorIteratorConfig::binary_op(op, None, &a, &b).build()?;
+    if !iter.is_cpu() {
+        return run_on_device(op, iter, &[]);
+    }
     binary_loop::<bool, bool, bool>(&iter, f);
     iter.output(0)
 }

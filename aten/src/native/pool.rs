@@ -15,6 +15,7 @@ use num_traits::{Float, One, Zero};
 use c10::{Error, Result, ScalarType};
 
 use crate::native::opmath::OpMath;
+use crate::native::stub::{self, PoolGeometry, PoolMode};
 use crate::{ops, Tensor};
 
 /// One output position's window along one dimension.
@@ -94,12 +95,16 @@ use crate::parallel::SendPtr;
 /// Pools contiguous `x` (`[planes, D, H, W]`) over the windows `wins` (per dim) into
 /// `[planes, oD, oH, oW]`, with flat in-plane indices of the maxima for `Reduce::Max`.
 fn pool_kernel(
+    op: &str,
     x: &Tensor,
     in_sp: [usize; 3],
     wins: &[Vec<Win>; 3],
     red: Reduce,
     out_shape: &[i64],
 ) -> Result<(Tensor, Option<Tensor>)> {
+    if crate::native::on_device(x) {
+        return device_pool(op, x, in_sp, wins, red, out_shape);
+    }
     let out = Tensor::empty_uninit(out_shape, x.dtype(), x.device())?;
     let idx = match red {
         Reduce::Max => Some(Tensor::empty_uninit(out_shape, ScalarType::I64, x.device())?),
@@ -184,6 +189,42 @@ fn pool_kernel(
         }
         Ok((out, idx))
     }, d => Err(Error::UnsupportedDtype { op: "max_pool2d".into(), dtype: d }))
+}
+
+/// [`pool_kernel`] on a device: the same windows, as a table of `(first, step, count,
+/// padded_count)` rows, go with the launch of the device's pooling loop, whose threads walk
+/// each output's window in this kernel's order (`kernels/pool.cu` for CUDA).
+fn device_pool(
+    op: &str,
+    x: &Tensor,
+    in_sp: [usize; 3],
+    wins: &[Vec<Win>; 3],
+    red: Reduce,
+    out_shape: &[i64],
+) -> Result<(Tensor, Option<Tensor>)> {
+    let out = Tensor::empty_uninit(out_shape, x.dtype(), x.device())?;
+    let idx = match red {
+        Reduce::Max => Some(Tensor::empty_uninit(out_shape, ScalarType::I64, x.device())?),
+        Reduce::Avg { .. } => None,
+    };
+    let out_plane = wins[0].len() * wins[1].len() * wins[2].len();
+    if out_plane == 0 || out.numel() == 0 {
+        return Ok((out, idx));
+    }
+    let table: Vec<[i64; 4]> =
+        wins.iter().flatten().map(|w| [w.first as i64, w.step as i64, w.count as i64, w.padded_count as i64]).collect();
+    let mode = match red {
+        Reduce::Max => PoolMode::Max,
+        Reduce::Avg { include_pad, divisor } => PoolMode::Avg { include_pad, divisor },
+    };
+    let geometry = PoolGeometry {
+        planes: out.numel() / out_plane as i64,
+        input: in_sp.map(|v| v as i64),
+        out: std::array::from_fn(|d| wins[d].len() as i64),
+        mode,
+    };
+    stub::run_pool(op, x, &out, idx.as_ref(), &table, &geometry)?;
+    Ok((out, idx))
 }
 
 /// [`pool_kernel`] for integer inputs, exactly: the values in i64 (every integer dtype fits),
@@ -422,10 +463,15 @@ fn max_pool_nd(
     }
     let full_windows = wins.iter().flatten().all(|w| w.step == 1 && w.padded_count == w.count)
         && wins[2].iter().all(|w| w.count == wins[2][0].count);
-    if c.dtype() == ScalarType::F32 && full_windows && wins[0].len() == 1 && wins[0][0].count == 1 {
+    if c.dtype() == ScalarType::F32
+        && c.device().is_cpu()
+        && full_windows
+        && wins[0].len() == 1
+        && wins[0][0].count == 1
+    {
         return max_pool2d_f32(&c, in_sp, &wins, &shape);
     }
-    let (out, idx) = pool_kernel(&c, in_sp, &wins, Reduce::Max, &shape)?;
+    let (out, idx) = pool_kernel(op, &c, in_sp, &wins, Reduce::Max, &shape)?;
     Ok((out, idx.unwrap_or_else(|| Tensor::from_slice::<i64>(&[]))))
 }
 
@@ -533,6 +579,15 @@ fn max_pool_backward_nd(
         return ops::zeros(self_.sizes(), Some(grad_output.dtype()), None, Some(self_.device()), None);
     }
     let planes = grad_output.numel() as usize / out_plane;
+    if crate::native::on_device(grad_output) {
+        // Each plane's gradients added at its indices by the device's scatter_add, which
+        // refuses an index outside the plane and sums repeated ones in a fixed order.
+        let flat = |t: &Tensor, n: usize| ops::reshape(t, &[planes as i64, n as i64]);
+        let zeros =
+            ops::zeros(&[planes as i64, in_plane as i64], Some(grad_output.dtype()), None, Some(self_.device()), None)?;
+        let summed = ops::scatter_add(&zeros, 1, &flat(indices, out_plane)?, &flat(grad_output, out_plane)?)?;
+        return ops::reshape(&summed, self_.sizes());
+    }
     let go = ops::contiguous(grad_output, c10::MemoryFormat::Contiguous)?;
     let ix = ops::contiguous(indices, c10::MemoryFormat::Contiguous)?;
     let ip = SendPtr(ix.typed_data_ptr::<i64>()?);
@@ -663,6 +718,7 @@ fn avg_pool_nd(
         return meta_like(&shape, x.dtype());
     }
     Ok(pool_kernel(
+        op,
         &c,
         in_sp,
         &wins,
@@ -783,7 +839,7 @@ fn adaptive_nd(op: &str, nsp: usize, x: &Tensor, output_size: &[i64], red: Reduc
         let indices = matches!(red, Reduce::Max).then(|| meta_like(&shape, ScalarType::I64)).transpose()?;
         return Ok((meta_like(&shape, x.dtype())?, indices));
     }
-    pool_kernel(&c, in_sp, &wins, red, &shape)
+    pool_kernel(op, &c, in_sp, &wins, red, &shape)
 }
 
 const AVG: Reduce = Reduce::Avg { include_pad: false, divisor: None };
@@ -935,6 +991,25 @@ pub fn nearest_plan(
     (0..nsp).map(|i| nearest_indices(sp[i], o[i], scales[i])).collect()
 }
 
+/// `upsample_nearest{nsp}d` as one `index_select` per spatial dimension with the kernel's
+/// source indices ([`nearest_plan`]): autograd's decomposition, which differentiates it through
+/// `index_select`.
+pub fn upsample_nearest_by_index_select(
+    nsp: usize,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    let plan = nearest_plan(nsp, input, output_size, scale_factors)?;
+    let mut x = input.clone();
+    for (k, idx) in plan.into_iter().enumerate() {
+        let n = idx.len() as i64;
+        let idx: Vec<i64> = idx.into_iter().map(|i| i as i64).collect();
+        x = ops::index_select(&x, (2 + k) as i64, &Tensor::from_vec(idx, &[n])?.to_device(x.device())?)?;
+    }
+    Ok(x)
+}
+
 fn upsample_nearest_nd(
     op: &str,
     nsp: usize,
@@ -942,6 +1017,14 @@ fn upsample_nearest_nd(
     output_size: Option<&[i64]>,
     scale_factors: Option<&[f64]>,
 ) -> Result<Tensor> {
+    if crate::native::on_device(input) {
+        // One gather through per-dim maps (Note [Device gathers]): the batch and channel dims
+        // read themselves, each spatial dim its source indices (in range by construction).
+        let plan = nearest_plan(nsp, input, output_size, scale_factors)?;
+        let mut maps: Vec<Vec<Option<i64>>> = input.sizes()[..2].iter().map(|&n| (0..n).map(Some).collect()).collect();
+        maps.extend(plan.into_iter().map(|idx| idx.into_iter().map(|i| Some(i as i64)).collect()));
+        return crate::native::shape_ops::remap(input, &maps, c10::Scalar::Int(0));
+    }
     let (o, scales) = upsample_sizes(op, input, nsp, output_size, scale_factors)?;
     let sp = &input.sizes()[2..];
     // A gather along each dim with the index lists, via a strided copy per output row.
@@ -1036,6 +1119,37 @@ fn linear_weights(
             (i0 as usize, i1 as usize, 1.0 - l1, l1)
         }),
     )
+}
+
+/// The `[out, in]` interpolation matrix of one dimension of `upsample_bilinear2d`, from the
+/// kernel's source indices and weights, in `like`'s dtype and on its device.
+fn interpolation_matrix(plan: &[(usize, usize, f64, f64)], input: i64, like: &Tensor) -> Result<Tensor> {
+    let out = plan.len();
+    let mut m = c10::size::try_vec_filled(0.0f64, out * input as usize)?;
+    for (o, &(i0, i1, l0, l1)) in plan.iter().enumerate() {
+        m[o * input as usize + i0] += l0;
+        m[o * input as usize + i1] += l1;
+    }
+    Tensor::from_vec(m, &[out as i64, input])?.to(like.dtype()).call()?.to_device(like.device())
+}
+
+/// `upsample_bilinear2d.vec` as `A_h @ x @ A_w^T`, with the kernel's interpolation weights
+/// ([`bilinear_plan`]): autograd's decomposition. (Not the device kernel: a NaN or an infinity
+/// times a zero weight would spread along its row and column, which the kernel's two taps do
+/// not.)
+pub fn upsample_bilinear2d_by_matmul(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    let [hp, wp] = bilinear_plan(input, output_size, align_corners, scale_factors)?;
+    if !input.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: "upsample_bilinear2d".into(), dtype: input.dtype() });
+    }
+    let ah = interpolation_matrix(&hp, input.sizes()[2], input)?;
+    let aw = interpolation_matrix(&wp, input.sizes()[3], input)?;
+    ops::matmul(&ops::matmul(&ah, input)?, &ops::t(&aw)?)
 }
 
 /// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor`

@@ -346,6 +346,9 @@ fn var_std(
     }
     let c = correction.map_or(1.0, |s| s.to_f64());
     let red = reduced_dims(op, t, dim)?;
+    if crate::native::on_device(t) {
+        return var_std_on_device(t, &red, c, keepdim, sqrt);
+    }
     let r = rows(t, &red, keepdim)?;
     let v = r.per_row(|i| {
         let row = &r.f[i * r.len..(i + 1) * r.len];
@@ -359,6 +362,57 @@ fn var_std(
         }
     })?;
     from_f64(v, &r.out_shape, t.dtype())
+}
+
+// Note [Reductions composed on a device]: `var`, `std`, `logsumexp`, `all` and `any` of a device
+// tensor are compositions of the device's reductions (sum, mean, amax) and elementwise kernels,
+// so every temporary stays on the device. The 16-bit floats compute in float32 and round once at
+// the end (the CPU computes in float64 and rounds once).
+
+/// The dims flagged in `red`.
+fn dim_list(red: &[bool]) -> Vec<i64> {
+    red.iter().enumerate().filter(|(_, &r)| r).map(|(d, _)| d as i64).collect()
+}
+
+/// `keepdim`'s shape (`kept`, reduced dims of size 1) without the reduced dims.
+fn squeeze_reduced(kept: &Tensor, red: &[bool]) -> Result<Tensor> {
+    let shape: Vec<i64> = kept.sizes().iter().zip(red).filter(|(_, &r)| !r).map(|(&s, _)| s).collect();
+    crate::ops::reshape(kept, &shape)
+}
+
+fn var_std_on_device(t: &Tensor, red: &[bool], correction: f64, keepdim: bool, sqrt: bool) -> Result<Tensor> {
+    if t.dtype().is_complex() {
+        return Err(Error::UnsupportedDtype { op: if sqrt { "std" } else { "var" }.into(), dtype: t.dtype() });
+    }
+    let dims = dim_list(red);
+    let x = crate::native::copy::to_dtype(t, crate::native::device_work_dtype(t.dtype()))?;
+    let mean = crate::ops::mean_dim(&x, Some(&dims), true, None)?;
+    let d = crate::ops::sub(&x, &mean, Scalar::Int(1))?;
+    let ss = crate::ops::sum_dim_intlist(&crate::ops::mul(&d, &d)?, Some(&dims), keepdim, None)?;
+    let n = if ss.numel() == 0 { 0 } else { t.numel() / ss.numel() };
+    let var = crate::ops::div_scalar(&ss, Scalar::Float((n as f64 - correction).max(0.0)))?;
+    let r = if sqrt { crate::ops::sqrt(&var)? } else { var };
+    crate::native::copy::to_dtype(&r, t.dtype())
+}
+
+fn logsumexp_on_device(t: &Tensor, dim: &[i64], keepdim: bool, out: ScalarType) -> Result<Tensor> {
+    let red = reduced_dims("logsumexp", t, Some(dim))?;
+    let dims = dim_list(&red);
+    let x = crate::native::copy::to_dtype(t, crate::native::device_work_dtype(out))?;
+    if x.numel() == 0 {
+        // The sum of no exponentials is 0: log gives -inf.
+        let s = crate::ops::sum_dim_intlist(&crate::ops::exp(&x)?, Some(&dims), keepdim, None)?;
+        return crate::native::copy::to_dtype(&crate::ops::log(&s)?, out);
+    }
+    // The max is taken out for range, except where it is infinite (then the sum is inf or NaN
+    // by itself, as on the CPU).
+    let m = crate::ops::amax(&x, &dims, true)?;
+    let m = crate::ops::masked_fill(&m, &crate::ops::isinf(&m)?, Scalar::Float(0.0))?;
+    let shifted = crate::ops::exp(&crate::ops::sub(&x, &m, Scalar::Int(1))?)?;
+    let s = crate::ops::log(&crate::ops::sum_dim_intlist(&shifted, Some(&dims), true, None)?)?;
+    let r = crate::ops::add(&s, &m, Scalar::Int(1))?;
+    let r = if keepdim { r } else { squeeze_reduced(&r, &red)? };
+    crate::native::copy::to_dtype(&r, out)
 }
 
 /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
@@ -504,6 +558,9 @@ fn arg(op: &'static str, t: &Tensor, dim: Option<i64>, keepdim: bool, max: bool)
 /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
 pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let out = if self_.dtype().is_floating_point() { self_.dtype() } else { ScalarType::default_float() };
+    if crate::native::on_device(self_) {
+        return logsumexp_on_device(self_, dim, keepdim, out);
+    }
     let src = crate::native::copy::to_dtype(self_, ScalarType::F64)?;
     let red = reduced_dims("logsumexp", &src, Some(dim))?;
     let r = rows(&src, &red, keepdim)?;
@@ -521,6 +578,18 @@ pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
 fn all_any(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, all: bool) -> Result<Tensor> {
     let nonzero = crate::native::copy::to_dtype(&crate::native::copy::to_dtype(t, ScalarType::Bool)?, ScalarType::I64)?;
     let red = reduced_dims(op, &nonzero, dims)?;
+    if crate::native::on_device(t) {
+        // Note [Reductions composed on a device]: the count of nonzero elements per output, by
+        // the device's int64 sum, against 0 (`any`) or the reduced element count (`all`).
+        let count = crate::ops::sum_dim_intlist(&nonzero, Some(&dim_list(&red)), keepdim, None)?;
+        let reduced = if count.numel() == 0 { 0 } else { t.numel() / count.numel() };
+        let out = if all {
+            crate::ops::eq_scalar(&count, Scalar::Int(reduced))?
+        } else {
+            crate::ops::ne_scalar(&count, Scalar::Int(0))?
+        };
+        return if t.dtype() == ScalarType::U8 { crate::native::copy::to_dtype(&out, ScalarType::U8) } else { Ok(out) };
+    }
     let r = rows(&nonzero, &red, keepdim)?;
     let v = r.per_row(|i| {
         let row = &r.i[i * r.len..(i + 1) * r.len];
@@ -582,6 +651,9 @@ fn scan_dtype(t: &Tensor, dtype: Option<ScalarType>) -> ScalarType {
 
 /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if crate::native::on_device(self_) {
+        return scan_on_device("cumsum", self_, dim, scan_dtype(self_, dtype));
+    }
     along("cumsum", self_, dim, scan_dtype(self_, dtype), |l| {
         let mut acc = 0.0;
         for x in l.iter_mut() {
@@ -592,6 +664,9 @@ pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Ten
 }
 /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if crate::native::on_device(self_) {
+        return scan_on_device("cumprod", self_, dim, scan_dtype(self_, dtype));
+    }
     along("cumprod", self_, dim, scan_dtype(self_, dtype), |l| {
         let mut acc = 1.0;
         for x in l.iter_mut() {
@@ -601,23 +676,39 @@ pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Te
     })
 }
 
+/// `cumsum`/`cumprod` of a device tensor: the device's scan loop along `dim` (a reduction loop
+/// that writes an output laid out like its contiguous input), in the output dtype when it is
+/// floating and in int64 (wrapping) otherwise.
+fn scan_on_device(op: &'static str, t: &Tensor, dim: i64, out: ScalarType) -> Result<Tensor> {
+    if out.is_complex() || out == ScalarType::Bool {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype: out });
+    }
+    let work = if out.is_floating_point() { out } else { ScalarType::I64 };
+    convert(&along_on_device(op, op, t, dim, work)?, out)
+}
+
+/// Runs the device reduction loop `kernel` that writes an output laid out like its input
+/// (softmax, the scans) along `dim` of `t` converted to `dtype` and made contiguous.
+fn along_on_device(op: &'static str, kernel: &'static str, t: &Tensor, dim: i64, dtype: ScalarType) -> Result<Tensor> {
+    let src = crate::ops::contiguous(&convert(t, dtype)?, c10::MemoryFormat::Contiguous)?;
+    let mut red = vec![false; src.dim()];
+    if src.dim() > 0 {
+        red[wrap_dim(op, dim, src.dim())?] = true;
+    } else {
+        wrap_dim(op, dim, 0)?;
+    }
+    let y = Tensor::empty_uninit(src.sizes(), dtype, src.device())?;
+    crate::native::stub::run_reduction(op, kernel, &src, &red, &[&y])?;
+    Ok(y)
+}
+
 fn softmax_impl(op: &'static str, t: &Tensor, dim: i64, dtype: Option<ScalarType>, log: bool) -> Result<Tensor> {
     let out = dtype.unwrap_or(t.dtype());
     if !out.is_floating_point() {
         return Err(Error::UnsupportedDtype { op: op.into(), dtype: out });
     }
     if !t.device().is_cpu() {
-        // The loop writes an output laid out like its (contiguous) input.
-        let src = crate::ops::contiguous(&convert(t, out)?, c10::MemoryFormat::Contiguous)?;
-        let mut red = vec![false; src.dim()];
-        if src.dim() > 0 {
-            red[wrap_dim(op, dim, src.dim())?] = true;
-        } else {
-            wrap_dim(op, dim, 0)?;
-        }
-        let y = Tensor::empty_uninit(src.sizes(), out, src.device())?;
-        crate::native::stub::run_reduction(op, if log { "log_softmax" } else { "softmax" }, &src, &red, &[&y])?;
-        return Ok(y);
+        return along_on_device(op, if log { "log_softmax" } else { "softmax" }, t, dim, out);
     }
     if let Some(r) = fast_softmax(op, t, dim, out, log)? {
         return Ok(r);

@@ -20,7 +20,7 @@ use crate::{wrap_dim, Tensor};
 /// per output row or column, not per element) are copied there and the backend's gather loop
 /// ([`stub::run_remap`]) moves the elements, so the result lives on the input's device and its
 /// memory is never read on the host. A device without that loop fails with an error naming it.
-fn remap(t: &Tensor, maps: &[Vec<Option<i64>>], fill: Scalar) -> Result<Tensor> {
+pub(crate) fn remap(t: &Tensor, maps: &[Vec<Option<i64>>], fill: Scalar) -> Result<Tensor> {
     let sizes: Vec<i64> = maps.iter().map(|m| m.len() as i64).collect();
     if t.device().is_cpu() {
         return take_flat(t, &separable_index(t.sizes(), maps)?, &sizes, fill);
@@ -331,6 +331,27 @@ fn tri(op: &'static str, t: &Tensor, diagonal: i64, lower: bool) -> Result<Tenso
         return Err(Error::invalid(op, format!("{op}: input tensor must have at least 2 dimensions")));
     }
     let (rows, cols) = (t.sizes()[n - 2], t.sizes()[n - 1]);
+    if crate::native::on_device(t) {
+        // On a device: `where(j - i <= diagonal, t, 0)` (`>=` for triu) with the mask built from
+        // two aranges on the device and broadcast over the batch.
+        let device = Some(t.device());
+        let i = crate::ops::reshape(
+            &crate::ops::arange(Scalar::Int(rows), Some(c10::ScalarType::I64), None, device, None)?,
+            &[rows, 1],
+        )?;
+        let j = crate::ops::reshape(
+            &crate::ops::arange(Scalar::Int(cols), Some(c10::ScalarType::I64), None, device, None)?,
+            &[1, cols],
+        )?;
+        let diff = crate::ops::sub(&j, &i, Scalar::Int(1))?;
+        let keep = if lower {
+            crate::ops::le_scalar(&diff, Scalar::Int(diagonal))?
+        } else {
+            crate::ops::ge_scalar(&diff, Scalar::Int(diagonal))?
+        };
+        let zero = crate::ops::zeros(&[], Some(t.dtype()), None, device, None)?;
+        return crate::ops::where_self(&keep, t, &zero);
+    }
     c10::dispatch_all_types!(t.dtype(), T => {
         let mut v = t.to_vec::<T>()?;
         if rows * cols > 0 {

@@ -369,12 +369,22 @@ pub fn sparse_coo_tensor_empty(
 
 /// `_indices(Tensor(a) self) -> Tensor(a)`: the indices as stored (an alias).
 pub fn _indices(self_: &Tensor) -> Result<Tensor> {
-    Ok(coo("_indices", self_)?.indices)
+    Ok(alias(&coo("_indices", self_)?.indices))
+}
+
+/// Note [Member aliases]: the accessors of a sparse tensor's members (`_indices`, `_values`,
+/// `indices`, `values`, `crow_indices`, `col_indices`) return a new tensor over the member's
+/// memory and version counter (PyTorch's `alias`), never the member itself. Autograd marks the
+/// result a view of the sparse tensor, and that view metadata must not land on the member the
+/// sparse tensor holds: member -> base -> member was a reference cycle (a leak the `op_surface`
+/// fuzz target found), and every call would have rewritten the member's metadata.
+fn alias(member: &Tensor) -> Tensor {
+    make_view(member, member.sizes(), member.strides(), member.storage_offset())
 }
 
 /// `_values(Tensor(a) self) -> Tensor(a)`: the values as stored (an alias).
 pub fn _values(self_: &Tensor) -> Result<Tensor> {
-    Ok(coo("_values", self_)?.values)
+    Ok(alias(&coo("_values", self_)?.values))
 }
 
 /// `indices(Tensor(a) self) -> Tensor(a)`: the indices of a coalesced tensor.
@@ -386,7 +396,7 @@ pub fn indices(self_: &Tensor) -> Result<Tensor> {
             "Cannot get indices on an uncoalesced tensor, please call .coalesce() first",
         ));
     }
-    Ok(c.indices)
+    Ok(alias(&c.indices))
 }
 
 /// `values(Tensor(a) self) -> Tensor(a)`: the values of a coalesced tensor.
@@ -398,7 +408,7 @@ pub fn values(self_: &Tensor) -> Result<Tensor> {
             "Cannot get values on an uncoalesced tensor, please call .coalesce() first",
         ));
     }
-    Ok(c.values)
+    Ok(alias(&c.values))
 }
 
 /// `_nnz(Tensor self) -> int`.
@@ -2406,17 +2416,17 @@ pub fn sparse_csr_tensor_infer(
 
 /// `crow_indices(Tensor(a) self) -> Tensor(a)`.
 pub fn crow_indices(self_: &Tensor) -> Result<Tensor> {
-    Ok(csr("crow_indices", self_)?.crow)
+    Ok(alias(&csr("crow_indices", self_)?.crow))
 }
 
 /// `col_indices(Tensor(a) self) -> Tensor(a)`.
 pub fn col_indices(self_: &Tensor) -> Result<Tensor> {
-    Ok(csr("col_indices", self_)?.col)
+    Ok(alias(&csr("col_indices", self_)?.col))
 }
 
 /// `values` of a CSR tensor: its stored values.
 pub fn csr_values(self_: &Tensor) -> Result<Tensor> {
-    Ok(csr("values", self_)?.values)
+    Ok(alias(&csr("values", self_)?.values))
 }
 
 /// The COO form of a CSR tensor: its batch coordinates and one row index per stored element,

@@ -128,6 +128,79 @@ pub type SpmmLoop = fn(
 /// `keys[..u]` are written). All three are contiguous 1-d int64 tensors on the device.
 pub type RunsLoop = fn(sorted: &Tensor, starts: &Tensor, keys: &Tensor) -> Result<i64>;
 
+/// The geometry of a convolution's column matrix (Note [Convolution as GEMM] in
+/// `native::conv`), on 3 spatial dims (1-d and 2-d convolutions have leading 1s): images of
+/// `channels` channels and spatial size `input`, windows of `kernel` with `stride`, `padding`
+/// and `dilation`, at the `out` window positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnGeometry {
+    /// Channels of every image.
+    pub channels: i64,
+    /// The images' spatial size, outermost first.
+    pub input: [i64; 3],
+    /// The window's size.
+    pub kernel: [i64; 3],
+    /// The window positions per dim (the convolution's output size).
+    pub out: [i64; 3],
+    /// Steps between window positions.
+    pub stride: [i64; 3],
+    /// Implicit zeros before (and after) the images.
+    pub padding: [i64; 3],
+    /// Steps between a window's taps.
+    pub dilation: [i64; 3],
+}
+
+/// A convolution's unfolding on one device type. With `fold` false (`im2col`) the loop writes
+/// every element of `cols` (contiguous `[n, channels * k, L]`, `k` the kernel's and `L` the
+/// output's element count) from `images` (contiguous `[n, channels, *input]`), zero where a
+/// window reaches into the padding. With `fold` true (`col2im`, the adjoint) it writes every
+/// element of `images` as the sum of the `cols` entries that read it, in kernel-offset order.
+/// Both have `images`' dtype and device.
+pub type ColumnsLoop = fn(images: &Tensor, cols: &Tensor, geometry: &ColumnGeometry, fold: bool) -> Result<()>;
+
+/// What a pooling loop computes (Note [Pooling windows] in `native::pool`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolMode {
+    /// The window's maximum and its flat in-plane index (the first maximum, or the last NaN).
+    Max,
+    /// The window's mean: its sum over `divisor`, or over the window's cell count inside the
+    /// padded input (`include_pad`) or inside the input.
+    Avg {
+        /// Counts the padding's cells in the divisor.
+        include_pad: bool,
+        /// `divisor_override` (never 0).
+        divisor: Option<i64>,
+    },
+}
+
+/// The geometry of a pooling on 3 spatial dims (1-d and 2-d poolings have leading 1s):
+/// `planes` contiguous planes of spatial size `input`, pooled to `out`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolGeometry {
+    /// The number of planes (batch times channels).
+    pub planes: i64,
+    /// Each plane's spatial size, outermost first.
+    pub input: [i64; 3],
+    /// The output's spatial size.
+    pub out: [i64; 3],
+    /// Max or average.
+    pub mode: PoolMode,
+}
+
+/// A pooling on one device type: writes every element of `out` (contiguous `[planes, *out]`)
+/// from `input` (contiguous `[planes, *input]`, the same dtype) and, for [`PoolMode::Max`], the
+/// flat in-plane index of each maximum into `indices` (contiguous int64 of `out`'s shape).
+/// `windows` has `out[0] + out[1] + out[2]` rows: per output position of each dim in turn, the
+/// window's `(first, step, count, padded_count)`; the loop checks that every window is
+/// non-empty and inside the input before it launches.
+pub type PoolLoop = fn(
+    input: &Tensor,
+    out: &Tensor,
+    indices: Option<&Tensor>,
+    windows: &[[i64; 4]],
+    geometry: &PoolGeometry,
+) -> Result<()>;
+
 static ELEMENTWISE: Loops<DeviceLoop> = Loops::new();
 static REDUCTIONS: Loops<ReduceLoop> = Loops::new();
 static GEMMS: Loops<GemmLoop> = Loops::new();
@@ -137,6 +210,8 @@ static SORTS: Loops<SortLoop> = Loops::new();
 static EMBEDDING_BACKWARDS: Loops<EmbeddingBackwardLoop> = Loops::new();
 static SPMMS: Loops<SpmmLoop> = Loops::new();
 static RUNS: Loops<RunsLoop> = Loops::new();
+static COLUMNS: Loops<ColumnsLoop> = Loops::new();
+static POOLS: Loops<PoolLoop> = Loops::new();
 
 /// Registers `f` as the loop of `kernel` on devices of type `ty` (a later registration of the
 /// same pair replaces the earlier one).
@@ -291,4 +366,38 @@ pub fn register_runs(ty: DeviceType, f: RunsLoop) {
 /// Runs the runs loop for `sorted`'s device (see [`RunsLoop`]).
 pub fn run_runs(op: &str, sorted: &Tensor, starts: &Tensor, keys: &Tensor) -> Result<i64> {
     RUNS.get(op, "runs", sorted.device().ty, sorted.dtype())?(sorted, starts, keys)
+}
+
+/// Registers the convolution unfolding loop of devices of type `ty` (see [`ColumnsLoop`]).
+pub fn register_columns(ty: DeviceType, f: ColumnsLoop) {
+    COLUMNS.insert("columns", ty, f);
+}
+
+/// Runs the unfolding loop (`fold` false) or its adjoint for `images`' device (see
+/// [`ColumnsLoop`]).
+pub fn run_columns(op: &str, images: &Tensor, cols: &Tensor, geometry: &ColumnGeometry, fold: bool) -> Result<()> {
+    if images.device().is_meta() {
+        return Ok(()); // Note [Meta loops]
+    }
+    COLUMNS.get(op, "columns", images.device().ty, images.dtype())?(images, cols, geometry, fold)
+}
+
+/// Registers the pooling loop of devices of type `ty` (see [`PoolLoop`]).
+pub fn register_pool(ty: DeviceType, f: PoolLoop) {
+    POOLS.insert("pool", ty, f);
+}
+
+/// Runs the pooling loop for `input`'s device (see [`PoolLoop`]).
+pub fn run_pool(
+    op: &str,
+    input: &Tensor,
+    out: &Tensor,
+    indices: Option<&Tensor>,
+    windows: &[[i64; 4]],
+    geometry: &PoolGeometry,
+) -> Result<()> {
+    if input.device().is_meta() {
+        return Ok(()); // Note [Meta loops]
+    }
+    POOLS.get(op, "pool", input.device().ty, input.dtype())?(input, out, indices, windows, geometry)
 }

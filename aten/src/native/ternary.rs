@@ -40,6 +40,10 @@ fn where_impl(condition: &Tensor, self_: &Tensor, other: &Tensor, out: Option<&T
             format!("Expected out type to be {dtype} but got {}", iter.output_dtype()),
         ));
     }
+    if !iter.is_cpu() {
+        crate::native::stub::run("where", &iter, &[])?;
+        return iter.output(0);
+    }
     c10::dispatch_all_types!(dtype, T => ternary_loop::<T, bool, T, T>(&iter, |c, x, y| if c { x } else { y }));
     iter.output(0)
 }

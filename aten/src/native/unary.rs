@@ -469,6 +469,25 @@ pub fn square_(self_: &Tensor) -> Result<Tensor> {
 }
 
 /// A predicate on values giving a bool tensor (`isinf`, `isfinite`, ...).
+/// A floating predicate (`isnan`, `isinf`, ...) of a device tensor: the kernel named like the
+/// operator for a floating input; for integers and bool, which are finite, the constant
+/// `finite_value` (what the predicate says of a finite number).
+pub(crate) fn predicate_on_device(iter: TensorIterator<'_>, finite_value: bool) -> Result<Tensor> {
+    if iter.common_dtype().is_complex() {
+        return Err(Error::UnsupportedDtype { op: iter.op().into(), dtype: iter.common_dtype() });
+    }
+    if iter.common_dtype().is_floating_point() {
+        stub::run(iter.op(), &iter, &[])?;
+        return iter.output(0);
+    }
+    let meta = iter.device().is_meta();
+    let out = iter.output(0)?;
+    if !meta {
+        crate::ops::fill_(&out, c10::Scalar::Bool(finite_value))?;
+    }
+    Ok(out)
+}
+
 fn predicate(op: &'static str, out: Option<&Tensor>, a: &Tensor, f: impl Fn(f64) -> bool + Sync) -> Result<Tensor> {
     let iter = TensorIteratorConfig::new(op)
         .add_output(out)
@@ -477,6 +496,9 @@ fn predicate(op: &'static str, out: Option<&Tensor>, a: &Tensor, f: impl Fn(f64)
         .static_output_dtype(c10::ScalarType::Bool)
         .common_dtype(a.dtype())
         .build()?;
+    if !iter.is_cpu() {
+        return predicate_on_device(iter, f(0.0));
+    }
     c10::dispatch_all_types!(a.dtype(), T => {
         if T::DTYPE.is_floating_point() {
             unary_loop::<bool, T>(&iter, |x| f(x.to_f64()));

@@ -164,3 +164,23 @@ fn polygamma_backward_with_n_i64_max_is_an_error() {
     let g = x.grad().unwrap().to_vec::<f32>().unwrap()[0] as f64;
     assert!((g - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-6, "{g}");
 }
+
+/// `_values()` of a sparse tensor made from a tensor that requires grad marked the sparse
+/// tensor's own member as a view of the sparse tensor: member -> base -> member, a cycle that
+/// kept both (and the graph) alive. The accessors return aliases (Note [Member aliases]).
+#[test]
+fn sparse_member_accessors_do_not_keep_the_sparse_tensor_alive() {
+    let x = leaf(vec![1.0, 0.0, 2.0], &[3, 1]);
+    let weak = {
+        let s = ops::to_sparse(&x, 1).unwrap();
+        let v = ops::_values(&s).unwrap();
+        let i = ops::_indices(&s).unwrap();
+        assert_eq!(v.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        assert_eq!(i.to_vec::<i64>().unwrap(), vec![0, 2]);
+        // An alias: same memory, not the same tensor object as a second call's.
+        assert!(!ops::_values(&s).unwrap().is_same(&v));
+        assert_eq!(ops::_values(&s).unwrap().data_ptr(), v.data_ptr());
+        s.downgrade()
+    };
+    assert!(weak.upgrade().is_none(), "the sparse tensor outlived every handle");
+}

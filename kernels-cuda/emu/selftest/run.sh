@@ -115,25 +115,33 @@ else
     fail "build (-fsanitize=address,undefined)"
 fi
 
+# The per-file compiles below are independent: they run as parallel jobs (at most one per core),
+# each into its own log, and are reported in file order once all have finished.
+JOBS=$(nproc 2>/dev/null || echo 2)
+# spawn LOG CMD...: runs CMD in the background with its output in LOG and its status in LOG.rc.
+spawn() {
+    local log=$1
+    shift
+    while (( $(jobs -rp | wc -l) >= JOBS )); do wait -n || true; done
+    ( "$@" >"$log" 2>&1; echo $? >"$log.rc" ) &
+}
+
 echo "== kernels/ through the emulator's compiler flags"
 shopt -s nullglob
+gxx_files=()
 for f in "$KERNELS"/*; do
     case "$f" in
         *.cu) src=$f ;;
         *.cuh) src="$OUT/$(basename "$f").cu"; echo "#include \"$f\"" > "$src" ;;
         *) continue ;;
     esac
-    if "$CXX" "${COMMON[@]}" -O2 "${KERNEL_FLAGS[@]}" -c "$src" -o "$OUT/$(basename "$f").o"; then
-        echo "  ok: $(basename "$f")"
-    else
-        fail "g++ $(basename "$f")"
-    fi
+    gxx_files+=("$f")
+    spawn "$OUT/$(basename "$f").gxx.log" "$CXX" "${COMMON[@]}" -O2 "${KERNEL_FLAGS[@]}" -c "$src" -o "$OUT/$(basename "$f").o"
 done
 
 NVCC="$CUDA_ROOT/bin/nvcc"
+nvcc_files=()
 if [[ -x "$NVCC" ]]; then
-    echo "== nvcc -cubin -arch=sm_90 -Xptxas -v (a failed build or a register spill fails the run; warnings fail"
-    echo "   it for selftest.cu, and are shown for kernels/)"
     for f in "$KERNELS"/* "$HERE/selftest.cu"; do
         case "$f" in
             *.cu) src=$f ;;
@@ -142,8 +150,29 @@ if [[ -x "$NVCC" ]]; then
         esac
         werror=()
         if [[ "$f" == "$HERE/selftest.cu" ]]; then werror=(--Werror all-warnings); fi
-        if ! log=$("$NVCC" -cubin -arch=sm_90 -std=c++17 -O3 -I"$KERNELS" -Xptxas -v "${werror[@]}" \
-                    "$src" -o "$OUT/$(basename "$f").cubin" 2>&1); then
+        nvcc_files+=("$f")
+        spawn "$OUT/$(basename "$f").nvcc.log" "$NVCC" -cubin -arch=sm_90 -std=c++17 -O3 -I"$KERNELS" -Xptxas -v \
+            "${werror[@]}" "$src" -o "$OUT/$(basename "$f").cubin"
+    done
+fi
+wait
+
+for f in "${gxx_files[@]}"; do
+    log="$OUT/$(basename "$f").gxx.log"
+    if [[ "$(cat "$log.rc")" == 0 ]]; then
+        echo "  ok: $(basename "$f")"
+    else
+        cat "$log"
+        fail "g++ $(basename "$f")"
+    fi
+done
+
+if [[ -x "$NVCC" ]]; then
+    echo "== nvcc -cubin -arch=sm_90 -Xptxas -v (a failed build or a register spill fails the run; warnings fail"
+    echo "   it for selftest.cu, and are shown for kernels/)"
+    for f in "${nvcc_files[@]}"; do
+        log=$(cat "$OUT/$(basename "$f").nvcc.log")
+        if [[ "$(cat "$OUT/$(basename "$f").nvcc.log.rc")" != 0 ]]; then
             echo "$log"
             fail "nvcc $(basename "$f")"
             continue

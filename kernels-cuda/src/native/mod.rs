@@ -7,8 +7,8 @@
 //! that are CUDA's own live in this module's submodules.
 
 pub use aten::native::{
-    binary, compare, complex, factory, indexing, join, linalg, norm, pointwise, random, reduce, shape, shape_ops, sort,
-    unary,
+    attention, binary, compare, complex, conv, factory, indexing, join, linalg, loss, norm, normalization, pointwise,
+    pool, random, reduce, shape, shape_ops, sort, ternary, unary,
 };
 
 pub mod copy;

@@ -340,9 +340,14 @@ fn devices_parse_and_the_device_line_counts_fallbacks() {
     for bad in ["gpu", "cuda:-1", "cuda:x", ""] {
         assert!(parse_device(bad).unwrap_err().contains("expected cpu, meta, cuda or cuda:N"), "{bad}");
     }
-    let report =
-        Report { placements: vec![Placement::Device, Placement::Fallback, Placement::Device], ..Default::default() };
+    let results = ["a", "b", "c"].map(|id| (id.to_string(), Outcome::Pass, GradStatus::NotRun)).to_vec();
+    let report = Report {
+        results,
+        placements: vec![Placement::Device, Placement::Fallback("aten::x".into()), Placement::Device],
+        ..Default::default()
+    };
     assert_eq!(report.device_line(Device::cuda(0)), "device: 2 on cuda, 1 without a cuda kernel");
+    assert_eq!(report.fallbacks_line(), "fallbacks: b (aten::x)");
     // Only errors that mean "no kernel here" send a case back to the CPU.
     let cuda = Device::cuda(0);
     let missing = Error::MissingKernel { op: "aten::x".into(), key: "CUDA".into(), available: "CPU".into() };
