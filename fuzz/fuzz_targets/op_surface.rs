@@ -587,9 +587,25 @@ fn check_sparse(op: &str, t: &Tensor) {
             for m in [&crow, &col, &v] {
                 check_tensor(op, m);
             }
-            assert_eq!(sizes.len(), 2, "{op}: a CSR tensor of {sizes:?}");
-            assert_eq!(crow.sizes(), &[sizes[0] + 1], "{op}: crow_indices {:?} for {sizes:?}", crow.sizes());
-            assert_eq!(col.sizes(), &v.sizes()[..1], "{op}: col_indices {:?}, values {:?}", col.sizes(), v.sizes());
+            // PyTorch's compressed layout: sizes `[*batch, rows, cols, *dense]`, crow_indices
+            // `[*batch, rows + 1]`, col_indices `[*batch, nnz]`, values `[*batch, nnz, *dense]`.
+            let what = format!(
+                "{op}: CSR {sizes:?} with crow_indices {:?}, col_indices {:?}, values {:?}",
+                crow.sizes(),
+                col.sizes(),
+                v.sizes()
+            );
+            assert!(crow.dim() >= 1, "{what}");
+            let b = crow.dim() - 1;
+            assert!(col.dim() == b + 1 && v.dim() > b && sizes.len() >= b + 2, "{what}");
+            let dense = v.dim() - b - 1;
+            assert_eq!(sizes.len(), b + 2 + dense, "{what}");
+            for m in [crow.sizes(), col.sizes(), v.sizes()] {
+                assert_eq!(&m[..b], &sizes[..b], "{what}");
+            }
+            assert_eq!(crow.sizes()[b], sizes[b] + 1, "{what}");
+            assert_eq!(col.sizes()[b], v.sizes()[b], "{what}");
+            assert_eq!(&v.sizes()[b + 1..], &sizes[b + 2..], "{what}");
         }
         other => panic!("{op}: a result of layout {other:?}"),
     }

@@ -679,8 +679,14 @@ pub fn dense_to_sparse_layout(
     }
     match layout.unwrap_or(Layout::SparseCoo) {
         Layout::SparseCoo => {
-            let sd = self_.dim() as i64 - dense_dim.unwrap_or(0);
-            ops::_to_sparse(self_, sd)
+            let (n, dd) = (self_.dim() as i64, dense_dim.unwrap_or(0));
+            if !(0..=n).contains(&dd) {
+                return Err(Error::invalid(
+                    op,
+                    format!("to_sparse: dense_dim argument must be in [0, {n}], but got {dd}"),
+                ));
+            }
+            ops::_to_sparse(self_, n - dd)
         }
         Layout::SparseCsr => ops::_to_sparse_csr(self_, dense_dim),
         Layout::Strided => Err(Error::invalid(op, "to_sparse: expected a sparse layout, got Strided")),
@@ -1801,15 +1807,15 @@ fn check_matrix_product(op: &str, s: &Tensor, d: &Tensor) -> Result<()> {
 
 /// Offsets of each row's elements among `rows` grouped by row (`crow_indices` of the rows):
 /// `nrows + 1` entries, row `r`'s elements counted from `offsets[r]`.
-fn row_offsets(rows: &[i64], nrows: usize) -> Vec<i64> {
-    let mut offsets = vec![0i64; nrows + 1];
+fn row_offsets(rows: &[i64], nrows: usize) -> Result<Vec<i64>> {
+    let mut offsets = c10::size::try_vec_filled(0i64, nrows.saturating_add(1))?;
     for &r in rows {
         offsets[r as usize + 1] += 1;
     }
     for r in 0..nrows {
         offsets[r + 1] += offsets[r];
     }
-    offsets
+    Ok(offsets)
 }
 
 /// `sparse @ dense` into a new `[rows, cols]` tensor: per stored element `(r, k, v)`, `v` times
@@ -1826,7 +1832,7 @@ fn spmm(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<Tensor> {
     if cpu || device.is_some() {
         // The row loop: the rows' offsets and (uncoalesced) the elements grouped by row, in
         // stored order, from the checked host indices (a coalesced tensor's are grouped).
-        let start = row_offsets(&idx[..nnz], m as usize);
+        let start = row_offsets(&idx[..nnz], m as usize)?;
         let order = if c.coalesced { Vec::new() } else { group_by_row(&idx[..nnz], &start) };
         let Some(run) = device else {
             return cpu_spmm(m, d, &c.values, &idx[nnz..], &start, &order);
@@ -2520,7 +2526,7 @@ pub fn to_sparse_csr_impl(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tens
         }
     }
     let per = nnz.checked_div(batches).unwrap_or(0);
-    let mut counts = vec![0usize; batches];
+    let mut counts = c10::size::try_vec_filled(0usize, batches)?;
     for &bo in &batch_of {
         counts[bo] += 1;
     }
@@ -2529,9 +2535,11 @@ pub fn to_sparse_csr_impl(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tens
     }
     let nrows = sizes[b] as usize;
     let rows = &idx[b * nnz..(b + 1) * nnz];
-    let mut crow = Vec::with_capacity(batches * (nrows + 1));
+    // Sized from the shape, not the stored elements: `[2^40, 3]` with one element asks for 2^40
+    // row offsets, an out-of-memory error as in PyTorch (Note [Fallible scratch buffers]).
+    let mut crow = c10::size::try_vec(batches.saturating_mul(nrows.saturating_add(1)))?;
     for i in 0..batches {
-        crow.extend(row_offsets(&rows[i * per..(i + 1) * per], nrows));
+        crow.extend(row_offsets(&rows[i * per..(i + 1) * per], nrows)?);
     }
     let dev = s.device();
     let lead = &sizes[..b];

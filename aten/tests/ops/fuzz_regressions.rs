@@ -576,3 +576,35 @@ fn batch_norm_of_an_empty_input_with_huge_channels_is_out_of_memory() {
     assert_eq!(mean.to_vec::<f32>().unwrap(), vec![2.0, 20.0]);
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![-1.0, -1.0, 1.0, 1.0]);
 }
+
+/// CSR conversion and sparse @ dense sized their row offsets from the shape with plain `Vec`s,
+/// so a sparse `[2^50, 3]` holding one element aborted the process on the failed allocation
+/// (found by `op_surface`); PyTorch reports the `[2^50 + 1]` row offsets as out of memory, and so
+/// do we.
+#[test]
+fn sparse_row_offsets_of_a_huge_shape_are_out_of_memory() {
+    let indices = Tensor::from_vec(vec![5i64, 1], &[2, 1]).unwrap();
+    let values = Tensor::from_vec(vec![2.0f32], &[1]).unwrap();
+    let s = ops::sparse_coo_tensor(&indices, &values, &[1 << 50, 3], None, None, None, None, None).unwrap();
+    assert_oom(ops::to_sparse_csr(&s, None));
+    let d = ops::zeros(&[3, 0], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    assert_oom(ops::mm(&s, &d));
+    // The same shapes at an ordinary size still convert and multiply.
+    let s = ops::sparse_coo_tensor(&indices, &values, &[6, 3], None, None, None, None, None).unwrap();
+    let csr = ops::to_sparse_csr(&s, None).unwrap();
+    assert_eq!(ops::crow_indices(&csr).unwrap().to_vec::<i64>().unwrap(), vec![0, 0, 0, 0, 0, 0, 1]);
+    assert_eq!(ops::mm(&s, &d).unwrap().sizes(), &[6, 0]);
+}
+
+/// `to_sparse(layout=COO, dense_dim=d)` subtracted `d` from the rank unchecked, so `i64::MIN`
+/// overflowed (found by `op_surface`): a dense_dim outside `[0, dim]` is an error.
+#[test]
+fn to_sparse_with_an_out_of_range_dense_dim_is_an_error() {
+    let x = ops::ones(&[2, 3], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    for dd in [i64::MIN, -1, 3, i64::MAX] {
+        let e = ops::to_sparse_op(&x, Some(c10::Layout::SparseCoo), None, Some(dd)).unwrap_err().to_string();
+        assert!(e.contains("dense_dim argument must be in [0, 2]"), "{dd}: {e}");
+    }
+    let s = ops::to_sparse_op(&x, Some(c10::Layout::SparseCoo), None, Some(1)).unwrap();
+    assert_eq!(ops::_values(&s).unwrap().sizes(), &[2, 3]);
+}
