@@ -103,23 +103,40 @@ where
     use num_traits::AsPrimitive;
     let (alpha, beta): (A, A) = (g.alpha.as_(), g.beta.as_());
     let at = |x: T| -> A { x.to_f64().as_() };
+    let (m, n, k) = (g.m as usize, g.n as usize, g.k as usize);
+    // Each output is one dot product over `l` in order, in the accumulation type; A's rows and
+    // B's columns are first converted into contiguous buffers, so the inner loop is two
+    // sequential reads rather than strided loads through the transposes (the emulated
+    // products of a convolution's columns were most of a training step's time).
+    let mut a_rows: Vec<A> = vec![A::zero(); m * k];
+    let mut b_cols: Vec<A> = vec![A::zero(); n * k];
     for bi in 0..g.batch {
         let (a, b, c) = (
             (g.a.0 as *const T).wrapping_offset((bi * g.a.2) as isize),
             (g.b.0 as *const T).wrapping_offset((bi * g.b.2) as isize),
             (g.c.0 as *mut T).wrapping_offset((bi * g.c.2) as isize),
         );
-        for j in 0..g.n {
-            for i in 0..g.m {
-                let mut acc = A::zero();
-                for l in 0..g.k {
-                    let ai = if g.trans_a { l + i * g.a.1 } else { i + l * g.a.1 };
-                    let bj = if g.trans_b { j + l * g.b.1 } else { l + j * g.b.1 };
-                    // SAFETY: inside the checked ranges (the caller's contract).
-                    acc = acc + unsafe { at(*a.offset(ai as isize)) * at(*b.offset(bj as isize)) };
-                }
+        for i in 0..m {
+            for l in 0..k {
+                let ai = if g.trans_a { l as i64 + i as i64 * g.a.1 } else { i as i64 + l as i64 * g.a.1 };
+                // SAFETY: inside the checked ranges (the caller's contract).
+                a_rows[i * k + l] = at(unsafe { *a.offset(ai as isize) });
+            }
+        }
+        for j in 0..n {
+            for l in 0..k {
+                let bj = if g.trans_b { j as i64 + l as i64 * g.b.1 } else { l as i64 + j as i64 * g.b.1 };
                 // SAFETY: as above.
-                let cp = unsafe { c.offset((i + j * g.c.1) as isize) };
+                b_cols[j * k + l] = at(unsafe { *b.offset(bj as isize) });
+            }
+        }
+        for j in 0..n {
+            let col = &b_cols[j * k..(j + 1) * k];
+            for i in 0..m {
+                let row = &a_rows[i * k..(i + 1) * k];
+                let acc = row.iter().zip(col).fold(A::zero(), |acc, (&x, &y)| acc + x * y);
+                // SAFETY: as above.
+                let cp = unsafe { c.offset((i as i64 + j as i64 * g.c.1) as isize) };
                 let old = if beta == A::zero() {
                     A::zero()
                 } else {

@@ -1930,3 +1930,92 @@ fn glu_prelu_and_instance_norm_run_on_the_device() {
         }
     }
 }
+
+/// Advanced indexing on the device (Note [Advanced indexing on a device]): integer indices (on
+/// the device or on the CPU, negative, broadcast, adjacent or not) and boolean masks read and
+/// write `self` on the device, equal to the CPU's loops; `index_put` keeps the last value
+/// written to a repeated position, or sums them with `accumulate`; an index out of range is the
+/// CPU's error.
+#[test]
+fn advanced_indexing_runs_on_the_device_and_matches_the_cpu() {
+    setup();
+    let long = |v: Vec<i64>, shape: &[i64]| Tensor::from_vec(v, shape).unwrap();
+    let mask = Tensor::from_vec((0..20).map(|i| i % 3 == 1).collect::<Vec<bool>>(), &[4, 5]).unwrap();
+    let cases: Vec<Vec<Option<Tensor>>> = vec![
+        vec![Some(long(vec![3, -1, 0, 3], &[2, 2]))],
+        vec![None, Some(long(vec![4, 0, -5], &[3]))],
+        vec![Some(long(vec![1, 2], &[2, 1])), None, Some(long(vec![0, 2, 1], &[3]))],
+        vec![Some(long(vec![0, 3], &[2])), Some(long(vec![1, 1], &[2]))],
+        vec![Some(mask.clone())],
+    ];
+    for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::I64] {
+        let x = sample(&[4, 5, 3], dtype, 3);
+        let gx = x.cuda_on(0).unwrap();
+        for (k, idx) in cases.iter().enumerate() {
+            let on_gpu: Vec<Option<Tensor>> = idx.iter().map(|i| i.as_ref().map(|t| t.cuda_on(0).unwrap())).collect();
+            let want = ops::index(&x, idx).unwrap();
+            for gidx in [&on_gpu, idx] {
+                let what = format!("index case {k} {dtype}");
+                let got = ops::index(&gx, gidx).unwrap();
+                assert_eq!(got.device(), GPU, "{what}");
+                assert_close(&got.cpu().unwrap(), &want, 0.0, &what);
+            }
+            let v = sample(want.sizes(), dtype, 11);
+            let accumulates: &[bool] = if dtype.is_floating_point() { &[false, true] } else { &[false] };
+            for &acc in accumulates {
+                let what = format!("index_put case {k} accumulate={acc} {dtype}");
+                let got = ops::index_put(&gx, &on_gpu, &v.cuda_on(0).unwrap(), acc).unwrap();
+                assert_eq!(got.device(), GPU, "{what}");
+                let tol = if dtype == ScalarType::F32 { 1e-6 } else { 1e-12 };
+                assert_close(&got.cpu().unwrap(), &ops::index_put(&x, idx, &v, acc).unwrap(), tol, &what);
+            }
+        }
+        // A zero-dim value on the CPU is a scalar; the in-place variant writes `self`.
+        let g = ops::clone(&gx, None).unwrap();
+        let seven = ops::full(&[], Scalar::Int(7), Some(dtype), None, None, None).unwrap();
+        ops::index_put_(&g, &cases[0], &seven, false).unwrap();
+        assert_eq!(g.device(), GPU);
+        assert_close(&g.cpu().unwrap(), &ops::index_put(&x, &cases[0], &seven, false).unwrap(), 0.0, "index_put_");
+        // Out of range: the CPU's error, on either device.
+        let bad = vec![Some(long(vec![0, 4], &[2]))];
+        let want = ops::index(&x, &bad).unwrap_err().to_string();
+        assert_eq!(ops::index(&gx, &bad).unwrap_err().to_string(), want);
+    }
+    // Integers have no device grouped sums: accumulating into them is an error, not a fallback.
+    let gi = sample(&[4, 5, 3], ScalarType::I64, 1).cuda_on(0).unwrap();
+    let v = ops::ones(&[2, 2, 5, 3], Some(ScalarType::I64), None, Some(GPU), None).unwrap();
+    assert!(matches!(ops::index_put(&gi, &cases[0], &v, true).unwrap_err(), Error::UnsupportedDtype { .. }));
+}
+
+/// `celu` (as `elu` with `input_scale = 1 / alpha`) and `threshold` run on the device for
+/// every variant and match the CPU.
+#[test]
+fn celu_and_threshold_run_on_the_device() {
+    setup();
+    for dtype in [ScalarType::F32, ScalarType::F64] {
+        let tol = if dtype == ScalarType::F32 { 2e-6 } else { 1e-13 };
+        let x = sample(&[3, 7], dtype, 4);
+        let gx = x.cuda_on(0).unwrap();
+        let got = ops::celu(&gx, Scalar::Float(0.5)).unwrap();
+        assert_eq!(got.device(), GPU);
+        assert_close(&got.cpu().unwrap(), &ops::celu(&x, Scalar::Float(0.5)).unwrap(), tol, "celu");
+        let g = ops::clone(&gx, None).unwrap();
+        ops::celu_(&g, Scalar::Float(2.0)).unwrap();
+        assert_close(&g.cpu().unwrap(), &ops::celu(&x, Scalar::Float(2.0)).unwrap(), tol, "celu_");
+    }
+    for dtype in [ScalarType::F32, ScalarType::I64] {
+        let x = sample(&[3, 7], dtype, 6);
+        let gx = x.cuda_on(0).unwrap();
+        let (th, v) = (Scalar::Float(0.5), Scalar::Float(-2.5));
+        let got = ops::threshold(&gx, th, v).unwrap();
+        assert_eq!(got.device(), GPU);
+        let want = ops::threshold(&x, th, v).unwrap();
+        assert_close(&got.cpu().unwrap(), &want, 0.0, &format!("threshold {dtype}"));
+        let g = ops::clone(&gx, None).unwrap();
+        ops::threshold_(&g, th, v).unwrap();
+        assert_close(&g.cpu().unwrap(), &want, 0.0, &format!("threshold_ {dtype}"));
+        let out = ops::empty(&[3, 7], Some(dtype), None, Some(GPU), None, None).unwrap();
+        ops::threshold_out(&gx, th, v, &out).unwrap();
+        assert_close(&out.cpu().unwrap(), &want, 0.0, &format!("threshold.out {dtype}"));
+    }
+}

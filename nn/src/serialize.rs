@@ -506,11 +506,17 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// Writes the checkpoint (atomically: a complete file replaces the old one).
+    /// Writes the checkpoint (atomically: a complete file replaces the old one). Tensors on a
+    /// device are copied to the CPU first; [`Checkpoint::load`] gives CPU tensors, which
+    /// `load_state_dict` of a model or optimizer copies to their parameters' devices.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let mut all: Vec<(String, Tensor)> =
-            self.model.iter().map(|(k, t)| (format!("model.{k}"), t.clone())).collect();
-        all.extend(self.optimizer.to_tensors().into_iter().map(|(k, t)| (format!("optimizer.{k}"), t)));
+        let mut all: Vec<(String, Tensor)> = Vec::new();
+        for (k, t) in self.model.iter() {
+            all.push((format!("model.{k}"), t.to_device(c10::Device::CPU)?));
+        }
+        for (k, t) in self.optimizer.to_tensors() {
+            all.push((format!("optimizer.{k}"), t.to_device(c10::Device::CPU)?));
+        }
         let meta = HashMap::from([
             ("epoch".to_string(), self.epoch.to_string()),
             ("format".to_string(), "checkpoint-1".to_string()),

@@ -19,7 +19,7 @@ use torch::optim::lr_scheduler::LRScheduler;
 use torch::optim::{self, Optimizer};
 use torch::profiler;
 use torch::serialize::Checkpoint;
-use torch::{no_grad, Result, Tensor, TensorAutograd};
+use torch::{no_grad, Device, DeviceType, Result, Tensor, TensorAutograd};
 
 #[derive(Parser)]
 #[command(about = "Train a LeNet-style CNN on MNIST digits (or Fashion-MNIST with --data)")]
@@ -54,6 +54,10 @@ struct Args {
     /// operators.
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// Where to train: cpu, cuda or cuda:N. CUDA needs the `cuda` feature (`--features cuda`)
+    /// and a GPU, or `TORCH_CUDA_DRIVER=emulator` for the emulated device.
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 // The parts between `pytorch-comparison` markers are what a PyTorch user writes (model,
@@ -173,6 +177,18 @@ fn check_args(args: &Args) -> torch::Result<()> {
     if let Some(path) = &args.profile {
         torch::serialize::check_writable(path)?;
     }
+    let device: Device = args.device.parse()?;
+    match device.ty {
+        DeviceType::Cpu => {}
+        DeviceType::Cuda if torch::cuda::is_available() => {}
+        DeviceType::Cuda => {
+            return bad(format!(
+                "--device {}: CUDA is not available (build with --features cuda; without a GPU, set TORCH_CUDA_DRIVER=emulator)",
+                args.device
+            ))
+        }
+        _ => return bad(format!("--device {}: train on cpu or cuda", args.device)),
+    }
     torch::serialize::check_writable(&args.checkpoint)
 }
 
@@ -181,14 +197,16 @@ fn run(args: &Args) -> torch::Result<()> {
         torch::set_num_threads(t)?;
     }
     torch::manual_seed(args.seed);
+    let device: Device = args.device.parse()?;
     let split = load(args)?;
+    let test = (split.test.0.to_device(device)?, split.test.1.to_device(device)?);
     let epochs = args.epochs.unwrap_or(if args.data.is_some() { 3 } else { 8 });
     let train_len = split.train.len();
     println!(
-        "data: {} ({} train, {} test), {} threads, batch {}, {} epochs",
+        "data: {} ({} train, {} test), {} threads, batch {}, {} epochs, on {device}",
         split.name,
         train_len,
-        split.test.0.sizes()[0],
+        test.0.sizes()[0],
         torch::get_num_threads(),
         args.batch_size,
         epochs
@@ -196,6 +214,7 @@ fn run(args: &Args) -> torch::Result<()> {
 
     // pytorch-comparison: begin
     let mut model = Net::new()?;
+    model.to_device(device)?;
     let mut opt = optim::Adam::new(model.parameters(), args.lr)?;
     let shuffle = torch::Generator::default();
     shuffle.manual_seed(args.seed);
@@ -248,6 +267,7 @@ fn run(args: &Args) -> torch::Result<()> {
         // pytorch-comparison: begin
         for batch in &loader {
             let (x, y) = batch?;
+            let (x, y) = (x.to_device(device)?, y.to_device(device)?);
             opt.zero_grad(true)?;
             let loss = F::cross_entropy(&model.call(&x)?, &y).call()?;
             loss.backward()?;
@@ -277,7 +297,7 @@ fn run(args: &Args) -> torch::Result<()> {
         }
         // pytorch-comparison: begin
         model.eval();
-        let acc = accuracy(&model, &split.test)?;
+        let acc = accuracy(&model, &test)?;
         // pytorch-comparison: end
         println!(
             "epoch {}: train loss {:.4}, test accuracy {:.2}%, {:.1} s",

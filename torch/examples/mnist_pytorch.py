@@ -64,9 +64,10 @@ def load(path, seed):
 def run(args):
     torch.manual_seed(args.seed)
     split = load(args.data, args.seed)
+    test = tuple(t.to(args.device) for t in split.test)
     epochs = args.epochs
     # pytorch-comparison: begin
-    model = Net()
+    model = Net().to(args.device)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     shuffle = torch.Generator()
     shuffle.manual_seed(args.seed)
@@ -80,6 +81,7 @@ def run(args):
         # pytorch-comparison: end
         # pytorch-comparison: begin
         for x, y in loader:
+            x, y = x.to(args.device), y.to(args.device)
             opt.zero_grad()
             loss = F.cross_entropy(model(x), y)
             loss.backward()
@@ -88,7 +90,7 @@ def run(args):
             # pytorch-comparison: end
         # pytorch-comparison: begin
         model.eval()
-        acc = accuracy(model, split.test)
+        acc = accuracy(model, test)
         # pytorch-comparison: end
         print(f"epoch {epoch + 1}: test accuracy {100 * acc:.2f}%")
         # pytorch-comparison: begin
@@ -104,4 +106,5 @@ if __name__ == "__main__":
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", default="mnist_checkpoint.pt")
+    p.add_argument("--device", default="cpu")
     run(p.parse_args())

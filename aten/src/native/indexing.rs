@@ -952,7 +952,78 @@ fn resolve_index(op: &str, self_: &Tensor, indices: &[Option<Tensor>]) -> Result
 /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
 pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let (pos, shape) = resolve_index("index", self_, indices)?;
+    if crate::native::on_device(self_) {
+        let flat = flat_on_device(self_)?;
+        let map = positions_on(&pos, self_)?;
+        let out = crate::native::shape_ops::gather_on_device(
+            "index",
+            &flat,
+            &[map.numel()],
+            &map,
+            &[Some(0)],
+            Scalar::Int(0),
+        )?;
+        return crate::ops::view(&out, &shape);
+    }
     take_all(self_, &pos, &shape)
+}
+
+// Note [Advanced indexing on a device]: the index tensors (on the CPU or on `self`'s device) are
+// resolved on the host, as on the CPU: masks become coordinates, the indices broadcast, are
+// checked and wrapped, and each result element's flat position in `self` is known. PyTorch's
+// CUDA kernel reads masks back too (through `nonzero`); integer indices it checks on the device.
+// The positions then travel to the device once, and the data never leaves it: `index` gathers
+// `self`'s elements through them; `index_put` writes the values through them, floats by the
+// device scatter (which keeps the last value written to a position, as the CPU loop does, or
+// sums them with `accumulate`), other dtypes by one gather from the values followed by `self`.
+
+/// `self` as a contiguous 1-d tensor on its device (a zero-dim `self` has one element).
+fn flat_on_device(self_: &Tensor) -> Result<Tensor> {
+    crate::ops::reshape(&crate::ops::contiguous(self_, MemoryFormat::Contiguous)?, &[-1])
+}
+
+/// Host positions as an int64 tensor on `like`'s device.
+fn positions_on(pos: &[usize], like: &Tensor) -> Result<Tensor> {
+    let v = c10::size::try_collect(pos.len(), pos.iter().map(|&p| p as i64))?;
+    Tensor::from_vec(v, &[pos.len() as i64])?.to_device(like.device())
+}
+
+/// `index_put` on a device (Note [Advanced indexing on a device]): `vals` is already expanded
+/// to the indexing result's shape, `pos` are its elements' positions in `self`.
+fn index_put_on_device(op: &str, self_: &Tensor, pos: &[usize], vals: &Tensor, accumulate: bool) -> Result<Tensor> {
+    if vals.device() != self_.device() {
+        return Err(Error::DeviceMismatch {
+            op: op.into(),
+            a: self_.device().to_string(),
+            b: vals.device().to_string(),
+        });
+    }
+    let flat = flat_on_device(self_)?;
+    let vflat = flat_on_device(vals)?;
+    if pos.is_empty() {
+        return crate::ops::clone(self_, Some(MemoryFormat::Contiguous));
+    }
+    if self_.dtype().is_floating_point() {
+        let map = positions_on(pos, self_)?;
+        let reduce = if accumulate { Reduce::Add } else { Reduce::Assign };
+        let out = scatter_on_device(op, &flat, 0, &map, Src::Tensor(&vflat), reduce)?;
+        return crate::ops::reshape(&out, self_.sizes());
+    }
+    if accumulate {
+        // The device's grouped sums are floating-point loops.
+        return Err(Error::unsupported_dtype(op, self_.dtype()));
+    }
+    // Every element of the result read from [values, self]: the last value written to a
+    // position, else `self`'s own element.
+    let nv = vflat.numel();
+    let mut map = c10::size::try_collect(flat.numel() as usize, (0..flat.numel()).map(|p| nv + p))?;
+    for (k, &p) in pos.iter().enumerate() {
+        map[p] = k as i64;
+    }
+    let both = crate::ops::cat(&[vflat, flat.clone()], 0)?;
+    let map = Tensor::from_vec(map, &[flat.numel()])?.to_device(self_.device())?;
+    let out = crate::native::shape_ops::gather_on_device(op, &both, &[flat.numel()], &map, &[Some(0)], Scalar::Int(0))?;
+    crate::ops::view(&out, self_.sizes())
 }
 
 fn index_put_impl(
@@ -973,6 +1044,14 @@ fn index_put_impl(
         ));
     }
     let (pos, shape) = resolve_index(op, self_, indices)?;
+    // A zero-dim value on the CPU is a scalar to any device, as PyTorch accepts it.
+    let moved;
+    let values = if crate::native::on_device(self_) && values.dim() == 0 && values.device().is_cpu() {
+        moved = values.to_device(self_.device())?;
+        &moved
+    } else {
+        values
+    };
     let vals = crate::native::shape::expand(values, &shape, false).map_err(|_| {
         Error::shape(
             op,
@@ -982,6 +1061,9 @@ fn index_put_impl(
             ),
         )
     })?;
+    if crate::native::on_device(self_) {
+        return index_put_on_device(op, self_, &pos, &vals, accumulate);
+    }
     c10::dispatch_all_types!(self_.dtype(), T => {
         let mut v = self_.to_vec::<T>()?;
         let src = vals.to_vec::<T>()?;

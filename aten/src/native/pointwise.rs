@@ -826,6 +826,19 @@ pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
     clamp_scalar_impl("relu6_", Some(self_), self_, Some(Scalar::Int(0)), Some(Scalar::Int(6)))
 }
 
+/// A result computed from device operators, returned, written in place (`out` is `a`) or into
+/// an `out=` tensor.
+fn device_result(op: &str, out: Option<&Tensor>, a: &Tensor, r: &Tensor) -> Result<Tensor> {
+    match out {
+        None => Ok(r.clone()),
+        Some(o) if o.is_same(a) => {
+            crate::native::copy::copy_into(o, r)?;
+            Ok(o.clone())
+        }
+        Some(o) => crate::native::join::write_out(op, o, r),
+    }
+}
+
 fn celu_impl(op: &'static str, out: Option<&Tensor>, a: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let al = alpha.to_f64();
     if al == 0.0 {
@@ -833,6 +846,11 @@ fn celu_impl(op: &'static str, out: Option<&Tensor>, a: &Tensor, alpha: Scalar) 
     }
     if !a.dtype().is_floating_point() {
         return Err(Error::UnsupportedDtype { op: op.into(), dtype: a.dtype() });
+    }
+    if crate::native::on_device(a) {
+        // PyTorch's own definition: `elu` with `input_scale = 1 / alpha`, the device's kernel.
+        let r = crate::ops::elu(a, alpha, Scalar::Int(1), Scalar::Float(1.0 / al))?;
+        return device_result(op, out, a, &r);
     }
     let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
     float_map(&iter, op, move |x| if x > 0.0 { x } else { al * (x / al).exp_m1() })?;
@@ -854,6 +872,13 @@ fn threshold_impl(
     threshold: Scalar,
     value: Scalar,
 ) -> Result<Tensor> {
+    if crate::native::on_device(a) {
+        // `where(a <= threshold, value, a)` from the device's comparison and select kernels, in
+        // `a`'s dtype (the value converted to it, as the CPU loop does).
+        let v = crate::ops::full(&[], value, Some(a.dtype()), None, Some(a.device()), None)?;
+        let r = crate::ops::where_self(&crate::ops::le_scalar(a, threshold)?, &v, a)?;
+        return device_result(op, out, a, &r);
+    }
     let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
     c10::dispatch_all_types!(iter.common_dtype(), T => {
         let (th, v) = (threshold.to::<T>(), value.to::<T>());
