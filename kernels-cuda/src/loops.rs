@@ -290,6 +290,16 @@ pub(crate) fn push_element(a: &mut KernelArgs, dtype: ScalarType, v: Scalar) {
 
 /// Threads per block of the reduction kernels (`KC_REDUCE_THREADS` in `kernels/reduce.cu`).
 const REDUCE_THREADS: u32 = 256;
+/// Threads per block for `reduced` elements per output: the next power of two, at least a warp
+/// and at most [`REDUCE_THREADS`]. The kernels take any power-of-two block (`extreme`'s tree
+/// halves it); a 16-element row (a bias gradient over a batch of 16, `log_softmax` over 10
+/// classes) runs one warp instead of eight idle ones, which on the emulated device is one
+/// fibre per thread. The block size is a function of the sizes only, so the order of
+/// accumulation, and the result, is the same in every run.
+fn reduce_threads(reduced: i64) -> u32 {
+    (reduced.max(1) as u64).next_power_of_two().clamp(32, REDUCE_THREADS as u64) as u32
+}
+
 /// At most this many blocks; the kernels loop over further outputs.
 const REDUCE_MAX_BLOCKS: i64 = 65_535;
 
@@ -336,7 +346,7 @@ fn reduction(kernel: &'static str, input: &Tensor, reduced: &[bool], outputs: &[
     }
     args.push(input.data_ptr() as u64);
     let stream = StreamId(crate::runtime::current_stream(device)?.id);
-    let cfg = LaunchConfig::linear(nout.min(REDUCE_MAX_BLOCKS) as u32, REDUCE_THREADS, stream);
+    let cfg = LaunchConfig::linear(nout.min(REDUCE_MAX_BLOCKS) as u32, reduce_threads(nred), stream);
     let mut params = args.params();
     // SAFETY: the reduction kernels take (KcReduction, outputs..., input) with the dtypes their
     // names encode (values in the input's dtype, int64 indices); every offset the geometry

@@ -331,7 +331,9 @@ pub fn sparse_coo_tensor_infer(
     let (sd, nnz) = (indices.sizes()[0] as usize, indices.sizes()[1] as usize);
     let idx =
         if indices.dtype() == ScalarType::I64 { host_indices(indices)? } else { std::borrow::Cow::Owned(Vec::new()) };
-    let mut size = Vec::with_capacity(sd + values.dim() - 1);
+    // `indices` of `[2^40, 0]` names 2^40 sparse dims: a fallible buffer, an out-of-memory
+    // error rather than an abort (Note [Fallible scratch buffers]).
+    let mut size = c10::size::try_vec(sd.saturating_add(values.dim() - 1))?;
     for d in 0..sd {
         let row = idx.get(d * nnz..(d + 1) * nnz).unwrap_or(&[]);
         if let Some(&neg) = row.iter().find(|&&i| i < 0) {

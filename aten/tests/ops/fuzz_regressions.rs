@@ -608,3 +608,17 @@ fn to_sparse_with_an_out_of_range_dense_dim_is_an_error() {
     let s = ops::to_sparse_op(&x, Some(c10::Layout::SparseCoo), None, Some(1)).unwrap();
     assert_eq!(ops::_values(&s).unwrap().sizes(), &[2, 3]);
 }
+
+/// `sparse_coo_tensor(indices, values)` sized its shape list by the indices' first dimension
+/// with a plain `Vec`, so indices of `[2^50, 0]` (2^50 sparse dims, no elements) aborted the
+/// process (found by `op_surface`): an out-of-memory error now.
+#[test]
+fn coo_size_inference_with_huge_sparse_dims_is_out_of_memory() {
+    let indices = ops::empty(&[1 << 50, 0], Some(c10::ScalarType::I64), None, None, None, None).unwrap();
+    let values = ops::empty(&[0], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    assert_oom(ops::sparse_coo_tensor_indices(&indices, &values, None, None, None, None, None));
+    let indices = Tensor::from_vec(vec![0i64, 2, 1, 0], &[2, 2]).unwrap();
+    let values = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let s = ops::sparse_coo_tensor_indices(&indices, &values, None, None, None, None, None).unwrap();
+    assert_eq!(s.sizes(), &[3, 2]);
+}
