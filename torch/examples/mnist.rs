@@ -313,7 +313,7 @@ fn run(args: &Args) -> torch::Result<()> {
         saved = true;
     }
     model.eval();
-    let acc = accuracy(&model, &split.test)?;
+    let acc = accuracy(&model, &test)?;
     let trained = epochs - first_epoch;
     print!("test accuracy {:.2}% after {epochs} epochs", 100.0 * acc);
     if saved {
