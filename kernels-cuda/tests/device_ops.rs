@@ -2006,11 +2006,16 @@ fn celu_and_threshold_run_on_the_device() {
     for dtype in [ScalarType::F32, ScalarType::I64] {
         let x = sample(&[3, 7], dtype, 6);
         let gx = x.cuda_on(0).unwrap();
+        // A fractional threshold converts to the dtype first (for int64, -0.5 is 0).
+        for th in [Scalar::Float(-0.5), Scalar::Float(0.5)] {
+            let v = Scalar::Float(-2.5);
+            let got = ops::threshold(&gx, th, v).unwrap();
+            assert_eq!(got.device(), GPU);
+            let want = ops::threshold(&x, th, v).unwrap();
+            assert_close(&got.cpu().unwrap(), &want, 0.0, &format!("threshold {th:?} {dtype}"));
+        }
         let (th, v) = (Scalar::Float(0.5), Scalar::Float(-2.5));
-        let got = ops::threshold(&gx, th, v).unwrap();
-        assert_eq!(got.device(), GPU);
         let want = ops::threshold(&x, th, v).unwrap();
-        assert_close(&got.cpu().unwrap(), &want, 0.0, &format!("threshold {dtype}"));
         let g = ops::clone(&gx, None).unwrap();
         ops::threshold_(&g, th, v).unwrap();
         assert_close(&g.cpu().unwrap(), &want, 0.0, &format!("threshold_ {dtype}"));

@@ -874,9 +874,11 @@ fn threshold_impl(
 ) -> Result<Tensor> {
     if crate::native::on_device(a) {
         // `where(a <= threshold, value, a)` from the device's comparison and select kernels, in
-        // `a`'s dtype (the value converted to it, as the CPU loop does).
-        let v = crate::ops::full(&[], value, Some(a.dtype()), None, Some(a.device()), None)?;
-        let r = crate::ops::where_self(&crate::ops::le_scalar(a, threshold)?, &v, a)?;
+        // `a`'s dtype: the threshold and the value converted to it first, as the CPU loop does
+        // (for int64, a threshold of -0.5 is 0, so 0 is replaced).
+        let scalar = |s: Scalar| crate::ops::full(&[], s, Some(a.dtype()), None, Some(a.device()), None);
+        let (th, v) = (scalar(threshold)?, scalar(value)?);
+        let r = crate::ops::where_self(&crate::ops::le(a, &th)?, &v, a)?;
         return device_result(op, out, a, &r);
     }
     let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
