@@ -7,6 +7,7 @@
 //! operator call" in `docs/`.
 #![warn(missing_docs)]
 
+pub mod autocast;
 pub mod dispatcher;
 pub mod display;
 pub mod front;
@@ -56,6 +57,7 @@ fn register_aten(d: &Dispatcher) {
             d.register_fallback(key, KernelFunction::fallthrough()).expect("runtime or per-backend key");
         }
     }
+    autocast::register(d);
     generated::registrations::register_all(d);
 }
 

@@ -119,6 +119,12 @@ impl AutogradMetaInterface for AutogradMeta {
     fn requires_grad(&self) -> bool {
         self.requires_grad.load(Ordering::Relaxed)
     }
+    fn is_leaf(&self) -> bool {
+        self.state().grad_fn.is_none()
+    }
+    fn is_view(&self) -> bool {
+        self.state().rare().is_some_and(|r| r.view.is_some())
+    }
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }

@@ -285,6 +285,18 @@ impl DispatchKeySet {
         Self::full_after(DispatchKey::ADInplaceOrView)
     }
 
+    /// `getAutocastRelatedKeySetFromBackend`: the autocast key a tensor of backend `b` carries
+    /// (`AutocastCPU` for the CPU, `AutocastCUDA` for CUDA, none for the others). The keys are
+    /// excluded through TLS until an autocast region turns one on, and every operator without
+    /// an autocast kernel falls through them, so carrying them costs a call nothing.
+    pub const fn autocast_related_keyset_from_backend(b: BackendComponent) -> Self {
+        match b {
+            BackendComponent::CPU => Self::from_key(DispatchKey::AutocastCPU),
+            BackendComponent::CUDA => Self::from_key(DispatchKey::AutocastCUDA),
+            _ => Self::EMPTY,
+        }
+    }
+
     /// `getAutogradRelatedKeySetFromBackend`: ADInplaceOrView plus the backend's autograd key.
     pub fn autograd_related_keyset_from_backend(b: BackendComponent) -> Self {
         Self::from_key(DispatchKey::ADInplaceOrView)

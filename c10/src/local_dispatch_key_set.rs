@@ -50,6 +50,19 @@ impl LocalDispatchKeySet {
         ((ks | l.included) - l.excluded) & mask
     }
 
+    /// `tls_is_dispatch_key_excluded`: whether `key` is in the thread's excluded set.
+    #[inline]
+    pub fn is_excluded(key: DispatchKey) -> bool {
+        Self::get().excluded.has(key)
+    }
+
+    /// `tls_set_dispatch_key_excluded`: adds `key` to the thread's excluded set or removes it,
+    /// without a guard (autocast's enabled flag is this bit; its region guard restores it).
+    pub fn set_key_excluded(key: DispatchKey, excluded: bool) {
+        let cur = Self::get().excluded;
+        Self::set_excluded(if excluded { cur.add(key) } else { cur.remove(key) });
+    }
+
     fn set_included(s: DispatchKeySet) {
         INCLUDED_XOR.with(|c| c.set(s.raw() ^ default_included_bits()));
     }

@@ -88,6 +88,10 @@ impl Drop for InferenceTensorsGuard {
 pub trait AutogradMetaInterface: Any + Send + Sync + std::fmt::Debug {
     /// Whether gradients are tracked for the tensor.
     fn requires_grad(&self) -> bool;
+    /// Whether the tensor has no `grad_fn` (autocast caches casts of leaves only).
+    fn is_leaf(&self) -> bool;
+    /// Whether the tensor is a differentiable view of another.
+    fn is_view(&self) -> bool;
     /// Downcasting support for the implementing crate.
     fn as_any(&self) -> &dyn Any;
 }
@@ -137,7 +141,8 @@ const FRESH_KEYS: [DispatchKeySet; 4] = {
         let ad = DispatchKeySet::from_key(DispatchKey::ADInplaceOrView);
         let ag =
             DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend_const(DispatchKey::AutogradFunctionality, b));
-        t[b as usize] = DispatchKeySet::from_raw(dense.raw() | ad.raw() | ag.raw());
+        let ac = DispatchKeySet::autocast_related_keyset_from_backend(b);
+        t[b as usize] = DispatchKeySet::from_raw(dense.raw() | ad.raw() | ag.raw() | ac.raw());
         i += 1;
     }
     t
@@ -208,7 +213,8 @@ impl TensorImpl {
         debug_assert!(crate::size::numel("TensorImpl", &sizes).is_ok());
         let numel = sizes.iter().fold(1i64, |n, &s| n.wrapping_mul(s)); // See Note [Wrapping numel].
         let b = backend_of(storage.device().ty);
-        let mut key_set = DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(DispatchKey::Dense, b));
+        let mut key_set = DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(DispatchKey::Dense, b))
+            | DispatchKeySet::autocast_related_keyset_from_backend(b);
         if version_counter.is_some() {
             key_set |= DispatchKeySet::autograd_related_keyset_from_backend(b);
         }
@@ -252,7 +258,8 @@ impl TensorImpl {
             None,
         );
         let b = backend_of(device.ty);
-        t.key_set = DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(functionality, b));
+        t.key_set = DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(functionality, b))
+            | DispatchKeySet::autocast_related_keyset_from_backend(b);
         if !is_inference_mode() {
             t.is_inference = false;
             t.key_set |= DispatchKeySet::autograd_related_keyset_from_backend(b);
@@ -289,7 +296,10 @@ impl TensorImpl {
         let b = backend_of(storage.device().ty);
         let is_inference = is_inference_mode();
         let key_set = if is_inference {
-            DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(DispatchKey::Dense, b))
+            DispatchKeySet::from_raw(
+                DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(DispatchKey::Dense, b)).raw()
+                    | DispatchKeySet::autocast_related_keyset_from_backend(b).raw(),
+            )
         } else {
             FRESH_KEYS[b as usize]
         };

@@ -20,6 +20,7 @@
 
 extern crate self as nn;
 
+pub mod amp;
 pub mod data;
 mod declare;
 pub mod functional;

@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask codegen [--check] | parity DIR | parity-modules DIR | opinfo [DIR] | bench [FILTER]`.
+//! Project automation: `cargo xtask codegen [--check] | parity DIR | parity-modules DIR | opinfo [DIR] | autocast [DIR] | bench [FILTER]`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 // allocator) at the dispatcher's first use.
 use kernels_cuda as _;
 
+mod autocast;
 mod bench;
 mod codegen_cmd;
 mod opinfo;
@@ -37,6 +38,9 @@ enum Cmd {
     /// Runs PyTorch's OpInfo samples (tests/opinfo, written by its gen.py) and reports
     /// coverage per op_db entry.
     Opinfo(opinfo::Args),
+    /// Checks autocast against PyTorch's table (tests/autocast, written by its gen.py):
+    /// the cast policies and the dtypes of the OpInfo cases inside autocast regions.
+    Autocast(autocast::Args),
     /// Runs the benchmark workloads and prints (and optionally records) a table.
     Bench(bench::Args),
 }
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Cmd::Parity(a) => parity::run(a),
         Cmd::ParityModules(a) => parity_modules::run(a),
         Cmd::Opinfo(a) => opinfo::run(a),
+        Cmd::Autocast(a) => autocast::run(a),
         Cmd::Bench(a) => bench::run(a),
     };
     match r {

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use aten::{IValue, Tensor};
 use c10::Device;
 
-mod args;
+pub(crate) mod args;
 pub(crate) mod cases;
 pub(crate) mod compare;
 pub(crate) mod gauge;
@@ -28,7 +28,7 @@ pub(crate) mod grad;
 pub(crate) mod graph;
 pub(crate) mod panics;
 mod ratchet;
-mod store;
+pub(crate) mod store;
 #[cfg(test)]
 mod tests;
 
@@ -330,7 +330,7 @@ pub(crate) fn run_cases(
 
 /// The bytes of `dir/tensors.safetensors`, or of `dir/tensors.safetensors.gz` decompressed
 /// when only that exists (tests/opinfo keeps its tensors compressed).
-fn read_tensors(dir: &Path) -> Result<(PathBuf, Vec<u8>), String> {
+pub(crate) fn read_tensors(dir: &Path) -> Result<(PathBuf, Vec<u8>), String> {
     let plain = dir.join("tensors.safetensors");
     let gz = dir.join("tensors.safetensors.gz");
     if plain.exists() || !gz.exists() {
@@ -400,7 +400,7 @@ fn value_on(v: &IValue, device: Device) -> Result<IValue, String> {
 }
 
 /// The arguments with every tensor (and every `device="cpu"` argument) moved to `device`.
-fn args_on(r: &ResolvedArgs, device: Device) -> Result<ResolvedArgs, String> {
+pub(crate) fn args_on(r: &ResolvedArgs, device: Device) -> Result<ResolvedArgs, String> {
     Ok(ResolvedArgs {
         positional: r.positional.iter().map(|v| value_on(v, device)).collect::<Result<_, _>>()?,
         kwargs: r.kwargs.iter().map(|(k, v)| Ok((k.clone(), value_on(v, device)?))).collect::<Result<_, String>>()?,

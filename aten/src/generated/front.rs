@@ -6202,6 +6202,39 @@ pub fn sparse_csr_tensor_crow_col_value<'a>(
     }
 }
 
+/// `_amp_foreach_non_finite_check_and_unscale_`; overloads:
+/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4379)
+#[inline]
+pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
+    self_: impl Into<TensorList<'a>>,
+    found_inf: &'a Tensor,
+    inv_scale: &'a Tensor,
+) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    crate::handles::_amp_foreach_non_finite_check_and_unscale_::call(self_.as_slice(), found_inf, inv_scale)
+}
+
+/// `_amp_update_scale_`; overloads:
+/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4384)
+#[inline]
+pub fn _amp_update_scale_<'a>(
+    self_: &'a Tensor,
+    growth_tracker: &'a Tensor,
+    found_inf: &'a Tensor,
+    scale_growth_factor: f64,
+    scale_backoff_factor: f64,
+    growth_interval: i64,
+) -> Result<Tensor> {
+    crate::handles::_amp_update_scale_::call(
+        self_,
+        growth_tracker,
+        found_inf,
+        scale_growth_factor,
+        scale_backoff_factor,
+        growth_interval,
+    )
+}
+
 impl Tensor {
     /// `add`; overloads:
     /// - `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:9)

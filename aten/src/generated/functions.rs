@@ -7211,3 +7211,33 @@ pub fn to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
 pub fn _to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::_to_sparse_csr::call(self_, dense_dim)
 }
+
+/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4379)
+#[inline]
+pub fn _amp_foreach_non_finite_check_and_unscale_(
+    self_: &[Tensor],
+    found_inf: &Tensor,
+    inv_scale: &Tensor,
+) -> Result<()> {
+    crate::handles::_amp_foreach_non_finite_check_and_unscale_::call(self_, found_inf, inv_scale)
+}
+
+/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4384)
+#[inline]
+pub fn _amp_update_scale_(
+    self_: &Tensor,
+    growth_tracker: &Tensor,
+    found_inf: &Tensor,
+    scale_growth_factor: f64,
+    scale_backoff_factor: f64,
+    growth_interval: i64,
+) -> Result<Tensor> {
+    crate::handles::_amp_update_scale_::call(
+        self_,
+        growth_tracker,
+        found_inf,
+        scale_growth_factor,
+        scale_backoff_factor,
+        growth_interval,
+    )
+}

@@ -975,6 +975,8 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::col_indices::SCHEMA).expect("generated schema parses");
     d.def(handles::to_sparse_csr::SCHEMA).expect("generated schema parses");
     d.def(handles::_to_sparse_csr::SCHEMA).expect("generated schema parses");
+    d.def(handles::_amp_foreach_non_finite_check_and_unscale_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_amp_update_scale_::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -4382,6 +4384,51 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
             self_.bump_version();
             Ok(r)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_amp_foreach_non_finite_check_and_unscale_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_amp_foreach_non_finite_check_and_unscale_::kernel(|ks, self_, found_inf, inv_scale| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_amp_foreach_non_finite_check_and_unscale_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    found_inf,
+                    inv_scale,
+                )?
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            found_inf.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_amp_update_scale_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_amp_update_scale_::kernel(
+            |ks, self_, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval| {
+                let r = {
+                    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                    handles::_amp_update_scale_::redispatch(
+                        ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                        self_,
+                        growth_tracker,
+                        found_inf,
+                        scale_growth_factor,
+                        scale_backoff_factor,
+                        growth_interval,
+                    )?
+                };
+                self_.bump_version();
+                growth_tracker.bump_version();
+                Ok(r)
+            },
+        ),
     )
     .expect("generated registration");
 }
@@ -8993,6 +9040,31 @@ pub fn register_composite_explicit_autograd(d: &Dispatcher) {
         handles::_to_sparse_csr::kernel(|_ks, self_, dense_dim| {
             crate::native::sparse::to_sparse_csr_impl(self_, dense_dim)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_amp_foreach_non_finite_check_and_unscale_::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::_amp_foreach_non_finite_check_and_unscale_::kernel(|_ks, self_, found_inf, inv_scale| {
+            crate::native::amp::amp_foreach_non_finite_check_and_unscale_(self_, found_inf, inv_scale)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_amp_update_scale_::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::_amp_update_scale_::kernel(
+            |_ks, self_, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval| {
+                crate::native::amp::amp_update_scale_(
+                    self_,
+                    growth_tracker,
+                    found_inf,
+                    scale_growth_factor,
+                    scale_backoff_factor,
+                    growth_interval,
+                )
+            },
+        ),
     )
     .expect("generated registration");
 }

@@ -64,6 +64,7 @@ macro_rules! match_int {
     };
 }
 
+pub mod amp;
 pub mod attention;
 pub mod binary;
 pub mod compare;

@@ -4498,4 +4498,18 @@ pub static BINDINGS: &[Binding] = &[
         method: true,
         overloads: &[("_to_sparse_csr", None)],
     },
+    Binding {
+        name: "_amp_foreach_non_finite_check_and_unscale_",
+        namespace: Namespace::Torch,
+        function: true,
+        method: false,
+        overloads: &[("_amp_foreach_non_finite_check_and_unscale_", None)],
+    },
+    Binding {
+        name: "_amp_update_scale_",
+        namespace: Namespace::Torch,
+        function: true,
+        method: false,
+        overloads: &[("_amp_update_scale_", None)],
+    },
 ];
