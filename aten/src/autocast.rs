@@ -545,6 +545,17 @@ impl Drop for AutocastGuard {
     }
 }
 
+/// Excludes both autocast keys until dropped.
+///
+/// Note [Composites standing in for native kernels]: an operator that PyTorch implements as one
+/// native kernel, and that is a composition of other operators here, would let autocast cast
+/// its parts (a DFT as a matrix product, a Cholesky solve through `matmul`) where PyTorch's
+/// kernel does its arithmetic in the input's dtype. Such a composite runs its parts below
+/// autocast, so its result has PyTorch's dtype in a region too (tests/autocast).
+pub fn below_autocast() -> ExcludeDispatchKeyGuard {
+    ExcludeDispatchKeyGuard::new(c10::DispatchKeySet::from_keys(&[DispatchKey::AutocastCPU, DispatchKey::AutocastCUDA]))
+}
+
 /// Whether autocast on `device` may cast `t`: a floating-point tensor on that device, not f64.
 fn is_eligible(t: &Tensor, device: DeviceType) -> bool {
     t.is_floating_point() && t.device().ty == device && t.dtype() != ScalarType::F64

@@ -9,8 +9,8 @@
 //! use nn::optim::{Optimizer, SGDOptions, SGD};
 //! use nn::Parameter;
 //!
-//! let w = Parameter::new(aten::ops::ones(&[3, 3], None, None, None, None).unwrap());
-//! let mut opt = SGD::new(vec![w.clone()], SGDOptions::new(0.1)).unwrap();
+//! let w = Parameter::new(aten::ops::ones(&[3, 3], None, None, None, None).unwrap()).unwrap();
+//! let mut opt = SGD::new(vec![w.clone()], SGDOptions::default().lr(0.1)).unwrap();
 //! let mut scaler = GradScaler::new(DeviceType::Cpu);
 //! let x = aten::ops::ones(&[2, 3], None, None, None, None).unwrap();
 //! let loss = {

@@ -79,6 +79,30 @@ pub mod nn {
     pub use ::nn::*;
 }
 
+/// Mixed precision (`torch.amp`): autocast regions and the gradient scaler.
+///
+/// ```
+/// use torch::amp::{autocast, GradScaler};
+/// use torch::{DeviceType, ScalarType};
+/// let a = torch::ops::ones(&[2, 3], None, None, None, None).unwrap();
+/// let _region = autocast(DeviceType::Cpu, ScalarType::BF16).unwrap();
+/// assert_eq!(a.mm(&a.t().unwrap()).unwrap().dtype(), ScalarType::BF16);
+/// let _scaler = GradScaler::new(DeviceType::Cpu);
+/// ```
+pub mod amp {
+    pub use ::nn::amp::*;
+    pub use aten::autocast::{
+        clear_cache as clear_autocast_cache, get_dtype as get_autocast_dtype, is_enabled as is_autocast_enabled,
+        set_dtype as set_autocast_dtype, set_enabled as set_autocast_enabled, AutocastGuard, CastPolicy,
+    };
+
+    /// `torch.autocast(device_type, dtype)`: a region that lasts until the guard is dropped
+    /// ([`AutocastGuard::with_options`] for `enabled` and `cache_enabled`).
+    pub fn autocast(device: c10::DeviceType, dtype: c10::ScalarType) -> c10::Result<AutocastGuard> {
+        AutocastGuard::new(device, Some(dtype))
+    }
+}
+
 /// `torch.optim`: optimizers, LR schedulers, gradient clipping.
 pub mod optim {
     pub use ::nn::optim::*;

@@ -464,7 +464,7 @@ fn check_placement(values: &[IValue], args: &ResolvedArgs, device: Device) -> Re
 
 /// Whether a call on a device failed only because the device lacks a kernel (for the operator,
 /// one it calls, or the dtype): the case then runs on the CPU.
-fn lacks_device_kernel(e: &c10::Error, device: Device) -> bool {
+pub(crate) fn lacks_device_kernel(e: &c10::Error, device: Device) -> bool {
     let name = device.ty.name();
     match e {
         c10::Error::MissingKernel { key, .. } => key.to_lowercase().contains(name),

@@ -3100,6 +3100,8 @@ pub fn linalg_polar(a: &Tensor) -> Result<(Tensor, Tensor)> {
             format!("input must have at least as many rows as columns, but got {m} by {n} matrices"),
         ));
     }
+    // See Note [Composites standing in for native kernels].
+    let _native = crate::autocast::below_autocast();
     let (w, s, vh) = ops::_linalg_svd(a, false, true, None)?;
     let v = ops::transpose(&vh, -2, -1)?;
     let u = ops::matmul(&w, &vh)?;

@@ -79,6 +79,8 @@ fn angle(k: i64, j: i64, n: i64) -> f64 {
 }
 
 fn irfftn_impl(op: &str, x: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
+    // See Note [Composites standing in for native kernels] (the DFT matrices are products).
+    let _native = crate::autocast::below_autocast();
     let dtype = x.dtype();
     if dtype.is_complex() {
         return crate::native::spectral::c2r_n(op, x, s, dim, norm, false);

@@ -1055,12 +1055,16 @@ pub fn cholesky_solve(b: &Tensor, l: &Tensor, upper: bool) -> Result<Tensor> {
     check_square(op, l, "A")?;
     check_matrix(op, b, "B")?;
     check_same_dtype(op, b, l, "self", "A")?;
+    // See Note [Composites standing in for native kernels].
+    let _native = crate::autocast::below_autocast();
     crate::ops::linalg_solve(&from_cholesky(l, upper)?, b, true)
 }
 
 /// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor`
 pub fn cholesky_inverse(l: &Tensor, upper: bool) -> Result<Tensor> {
     check_square("cholesky_inverse", l, "A")?;
+    // See Note [Composites standing in for native kernels].
+    let _native = crate::autocast::below_autocast();
     crate::ops::linalg_inv(&from_cholesky(l, upper)?)
 }
 

@@ -1,4 +1,5 @@
 //! The nn tests, one binary (each test file would otherwise link its own copy of aten).
+mod amp;
 mod data;
 mod fuzz_regressions;
 mod layers;

@@ -22,7 +22,7 @@ fn expected(name: &str) -> (Vec<f64>, Vec<i64>) {
     expected_in(include_str!("sparse_expected.txt"), name)
 }
 
-fn expected_in(text: &str, name: &str) -> (Vec<f64>, Vec<i64>) {
+pub(crate) fn expected_in(text: &str, name: &str) -> (Vec<f64>, Vec<i64>) {
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let Some(rest) = line.strip_prefix("// ") else { continue };
