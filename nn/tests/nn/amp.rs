@@ -49,7 +49,7 @@ fn trajectory(name: &str, options: GradScalerOptions, loss_scale: f64, inf_step:
     for step in 0..steps {
         opt.zero_grad(true).unwrap();
         let y = inputs(step, inf_step).matmul(&w).unwrap();
-        let loss = ops::mul_scalar(&y.pow_scalar(2.0.into()).unwrap().mean().call().unwrap(), loss_scale.into()).unwrap();
+        let loss = ops::mul_scalar(&ops::pow_tensor_scalar(&y, 2.0.into()).unwrap().mean().call().unwrap(), loss_scale.into()).unwrap();
         scaler.scale(&loss).unwrap().backward().unwrap();
         let stepped = scaler.step(&mut opt).unwrap();
         scaler.update(None).unwrap();
@@ -115,9 +115,11 @@ fn grad_scaler_refuses_what_pytorchs_refuses() {
     let e = scaler.step(&mut opt).unwrap_err();
     assert!(e.to_string().contains("Attempted step but _scale is None"), "{e}");
     scaler.scale(&w.sum().call().unwrap()).unwrap();
-    w.set_grad(Some(ops::_to_copy(&t(&[1.0], &[1]), Some(ScalarType::F16), None, None, None, false, None).unwrap()))
-        .unwrap();
-    let e = scaler.unscale_(&mut opt).unwrap_err();
+    let half = |v: &[f32]| ops::_to_copy(&t(v, &[1]), Some(ScalarType::F16), None, None, None, false, None).unwrap();
+    let w16 = Parameter::new(half(&[1.0])).unwrap();
+    w16.set_grad(Some(half(&[1.0]))).unwrap();
+    let mut opt16 = SGD::new(vec![w16.clone()], SGDOptions::default().lr(1.0)).unwrap();
+    let e = scaler.unscale_(&mut opt16).unwrap_err();
     assert!(matches!(&e, Error::Value { msg, .. } if msg == "Attempting to unscale FP16 gradients."), "{e}");
     let e = scaler.load_state_dict(None).unwrap_err();
     assert!(e.to_string().contains("The source state dict is empty"), "{e}");
@@ -198,11 +200,11 @@ fn autocast_regions_cast_record_and_nest() {
     assert_eq!(autocast::cache_len(), 0);
     assert!(!autocast::is_enabled(DeviceType::Cpu));
     assert_eq!(autocast::get_dtype(DeviceType::Cpu), ScalarType::BF16);
-    // The cast is on the tape: the leaf's gradient is float32, the product's transpose rule.
+    // The cast is on the tape: the leaf's gradient is float32, x^T @ ones (column sums of x).
     ops::_to_copy(&y, Some(ScalarType::F32), None, None, None, false, None).unwrap().sum().call().unwrap().backward().unwrap();
     let g = w.grad().unwrap();
     assert_eq!(g.dtype(), ScalarType::F32);
-    assert_eq!(g.to_vec::<f32>().unwrap(), vec![2.5, 2.5, 0.5, 0.5, 0.5, 0.5]);
+    assert_eq!(g.to_vec::<f32>().unwrap(), vec![3.0, 3.0, 0.5, 0.5, 0.5, 0.5]);
 
     let e = AutocastGuard::new(DeviceType::Cpu, Some(ScalarType::F64)).unwrap_err();
     assert!(e.to_string().contains("CPU Autocast only supports dtypes of torch.float16 and torch.bfloat16"), "{e}");
