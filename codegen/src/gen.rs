@@ -228,7 +228,7 @@ pub(crate) fn ret_map(s: &FunctionSchema) -> Result<(String, String), String> {
 /// Code that pushes the typed return `r` onto `stack`.
 fn push_returns(s: &FunctionSchema) -> String {
     match s.returns.len() {
-        0 => "let _ = r;".into(),
+        0 => String::new(),
         1 => "stack.push(IValue::from(r));".into(),
         n => (0..n).map(|i| format!("stack.push(IValue::from(r.{i}));")).collect::<Vec<_>>().join(" "),
     }
@@ -530,6 +530,8 @@ fn gen_handles(ops: &[Op]) -> String {
         let pass: Vec<String> = op.args.iter().map(|(n, t)| t.pass.replace("{}", n)).collect();
         let pass = pass.join(", ");
         let comma_pass = if pass.is_empty() { String::new() } else { format!(", {pass}") };
+        // An operator without returns (`_amp_foreach_non_finite_check_and_unscale_`) binds nothing.
+        let bind = if f.func.returns.is_empty() { "" } else { "let r = " };
         let push_args: String =
             op.args.iter().map(|(n, _)| format!("IValue::from({n})")).collect::<Vec<_>>().join(", ");
         let _ = write!(
@@ -600,7 +602,7 @@ pub mod {m} {{
                 return Err(c10::Error::BoxedArgument {{ op: NAME.to_string(), msg: format!("expected {n_args} arguments, got {{}}", stack.len()) }});
             }}
             let a = stack.split_off(stack.len() - {n_args});
-{unbox}            let r = f(ks{comma_pass})?;
+{unbox}            {bind}f(ks{comma_pass})?;
             {push}
             Ok(())
         }})
@@ -772,8 +774,9 @@ fn gen_registrations(ops: &[Op]) -> String {
                 }
             }
             let comma_names = if names.is_empty() { String::new() } else { format!(", {names}") };
+            let (bind, semi, ret) = if op.f.func.returns.is_empty() { ("", ";", "()") } else { ("let r = ", "", "r") };
             per_key.entry("ADInplaceOrView").or_default().push(format!(
-                "    d.register_kernel(handles::{m}::NAME, DispatchKey::ADInplaceOrView, handles::{m}::kernel(|ks, {names}| {{ let r = {{ let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view(); handles::{m}::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(){comma_names})? }};{bumps} Ok(r) }})).expect(\"generated registration\");"
+                "    d.register_kernel(handles::{m}::NAME, DispatchKey::ADInplaceOrView, handles::{m}::kernel(|ks, {names}| {{ {bind}{{ let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view(); handles::{m}::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(){comma_names})?{semi} }};{bumps} Ok({ret}) }})).expect(\"generated registration\");"
             ));
         }
     }

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
+use torch::amp::{AutocastGuard, GradScaler, GradScalerOptions};
 use torch::data::{DataLoader, Dataset, Mnist, TensorDataset, MNIST_MEAN, MNIST_STD};
 use torch::indexing::IndexOp;
 use torch::nn::{self, functional as F, Conv2d, Dropout, Forward, Linear, Module};
@@ -19,7 +20,7 @@ use torch::optim::lr_scheduler::LRScheduler;
 use torch::optim::{self, Optimizer};
 use torch::profiler;
 use torch::serialize::Checkpoint;
-use torch::{no_grad, Device, DeviceType, Result, Tensor, TensorAutograd};
+use torch::{no_grad, Device, DeviceType, Result, ScalarType, Tensor, TensorAutograd};
 
 #[derive(Parser)]
 #[command(about = "Train a LeNet-style CNN on MNIST digits (or Fashion-MNIST with --data)")]
@@ -58,6 +59,10 @@ struct Args {
     /// and a GPU, or `TORCH_CUDA_DRIVER=emulator` for the emulated device.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// Mixed precision: the forward pass in bfloat16 autocast regions, the loss scaled by a
+    /// GradScaler (`torch.autocast` + `torch.amp.GradScaler`).
+    #[arg(long)]
+    amp: bool,
 }
 
 // The parts between `pytorch-comparison` markers are what a PyTorch user writes (model,
@@ -222,6 +227,7 @@ fn run(args: &Args) -> torch::Result<()> {
         DataLoader::builder(split.train).batch_size(args.batch_size).shuffle(true).generator(shuffle).build()?;
     let steps_per_epoch = loader.len();
     let mut sched = optim::OneCycleLR::new(&mut opt, args.lr, (epochs * steps_per_epoch) as i64)?;
+    let mut scaler = GradScaler::with_options(device.ty, GradScalerOptions { enabled: args.amp, ..Default::default() });
     // pytorch-comparison: end
     let mut first_epoch = 0;
     if let Some(path) = &args.resume {
@@ -269,9 +275,13 @@ fn run(args: &Args) -> torch::Result<()> {
             let (x, y) = batch?;
             let (x, y) = (x.to_device(device)?, y.to_device(device)?);
             opt.zero_grad(true)?;
-            let loss = F::cross_entropy(&model.call(&x)?, &y).call()?;
-            loss.backward()?;
-            opt.step()?;
+            let loss = {
+                let _amp = AutocastGuard::with_options(device.ty, Some(ScalarType::BF16), args.amp, None)?;
+                F::cross_entropy(&model.call(&x)?, &y).call()?
+            };
+            scaler.scale(&loss)?.backward()?;
+            scaler.step(&mut opt)?;
+            scaler.update(None)?;
             sched.step(&mut opt)?;
             // pytorch-comparison: end
             if let Some(p) = &mut prof {

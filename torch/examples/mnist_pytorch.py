@@ -74,6 +74,8 @@ def run(args):
     loader = DataLoader(split.train, batch_size=args.batch_size, shuffle=True, generator=shuffle)
     steps_per_epoch = len(loader)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, args.lr, total_steps=epochs * steps_per_epoch)
+    device_type = torch.device(args.device).type
+    scaler = torch.amp.GradScaler(device_type, enabled=args.amp)
     # pytorch-comparison: end
     for epoch in range(epochs):
         # pytorch-comparison: begin
@@ -83,9 +85,11 @@ def run(args):
         for x, y in loader:
             x, y = x.to(args.device), y.to(args.device)
             opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
+            with torch.autocast(device_type, dtype=torch.bfloat16, enabled=args.amp):
+                loss = F.cross_entropy(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             sched.step()
             # pytorch-comparison: end
         # pytorch-comparison: begin
@@ -107,4 +111,5 @@ if __name__ == "__main__":
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", default="mnist_checkpoint.pt")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--amp", action="store_true", help="bfloat16 autocast with a GradScaler")
     run(p.parse_args())

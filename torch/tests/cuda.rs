@@ -437,7 +437,7 @@ fn autocast_regions_run_cudas_policies_on_the_device() {
         assert!((o - w).abs() <= 2e-3 * w.abs().max(1.0), "{o} vs {w}");
     }
     assert_eq!(ops::exp(&y).unwrap().dtype(), ScalarType::F32);
-    assert_eq!(ops::softmax_int(&y, 1, None).unwrap().dtype(), ScalarType::F32);
+    assert_eq!(ops::softmax(&y, 1, None).unwrap().dtype(), ScalarType::F32);
     assert_eq!(a.mm(&b).unwrap().dtype(), ScalarType::F32, "CPU tensors are not cast by a CUDA region");
     let p = ops::sigmoid(&ga).unwrap();
     let e = ops::binary_cross_entropy(&p, &p, None, 1).unwrap_err();
@@ -445,8 +445,9 @@ fn autocast_regions_run_cudas_policies_on_the_device() {
 }
 
 /// Mixed-precision training on the device (`--amp`): the CNN in bfloat16 autocast regions with
-/// a GradScaler on CUDA follows the float32 CPU run within 1e-2 relative at every step, and the
-/// scaler's scale lives on the device.
+/// a GradScaler, on CUDA and on the CPU from the same weights, agrees within 1e-2 relative at
+/// every step (the two devices' autocast lists differ, but not for this network's operators),
+/// and the parameters stay float32 on the device.
 #[test]
 fn the_mnist_cnn_trains_with_amp_on_the_device() {
     use torch::amp::{autocast, GradScaler};
@@ -465,10 +466,8 @@ fn the_mnist_cnn_trains_with_amp_on_the_device() {
     let (cpu_net, gpu_net) = twins(|| MnistCnn::new().unwrap());
     let train = |net: &MnistCnn, device: Device, amp: bool| -> Vec<f64> {
         let mut opt = Adam::new(net.parameters(), 1e-3).unwrap();
-        let mut scaler = GradScaler::with_options(
-            device.ty,
-            torch::amp::GradScalerOptions { enabled: amp, ..Default::default() },
-        );
+        let mut scaler =
+            GradScaler::with_options(device.ty, torch::amp::GradScalerOptions { enabled: amp, ..Default::default() });
         (0..50)
             .map(|step| {
                 let x = images.narrow(0, step * 16, 16).unwrap().to_device(device).unwrap();
@@ -492,9 +491,10 @@ fn the_mnist_cnn_trains_with_amp_on_the_device() {
             .collect()
     };
     let _ = autocast; // the facade's shorthand is covered by the test above
-    let (on_cpu, on_gpu) = (train(&cpu_net, Device::CPU, false), train(&gpu_net, gpu, true));
+    let (on_cpu, on_gpu) = (train(&cpu_net, Device::CPU, true), train(&gpu_net, gpu, true));
     for (step, (g, c)) in on_gpu.iter().zip(&on_cpu).enumerate() {
-        assert!((g - c).abs() <= 1e-2 * c.abs(), "step {step}: amp loss on cuda {g}, float32 on the cpu {c}");
+        assert!((g - c).abs() <= 1e-2 * c.abs(), "step {step}: amp loss on cuda {g}, on the cpu {c}");
     }
+    assert!(on_gpu[45..].iter().sum::<f64>() / 5.0 < 0.7 * on_gpu[0], "losses {on_gpu:?}");
     assert!(gpu_net.parameters().iter().all(|p| p.tensor().device() == gpu && p.tensor().dtype() == ScalarType::F32));
 }

@@ -4390,20 +4390,20 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::_amp_foreach_non_finite_check_and_unscale_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::_amp_foreach_non_finite_check_and_unscale_::kernel(|ks, self_, found_inf, inv_scale| {
-            let r = {
+            {
                 let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
                 handles::_amp_foreach_non_finite_check_and_unscale_::redispatch(
                     ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
                     self_,
                     found_inf,
                     inv_scale,
-                )?
+                )?;
             };
             for t in self_.iter() {
                 t.bump_version();
             }
             found_inf.bump_version();
-            Ok(r)
+            Ok(())
         }),
     )
     .expect("generated registration");

@@ -25,9 +25,8 @@ fn leaf(v: &[f32], shape: &[i64]) -> Tensor {
 
 /// `x_t[i, j] = sin(0.37 * (3 i + j) + t)`, with an inf at [0, 0] on `inf_step` (gen_amp.py).
 fn inputs(step: i64, inf_step: i64) -> Tensor {
-    let mut v: Vec<f32> = (0..4)
-        .flat_map(|i| (0..3).map(move |j| (0.37 * (3 * i + j) as f64 + step as f64).sin() as f32))
-        .collect();
+    let mut v: Vec<f32> =
+        (0..4).flat_map(|i| (0..3).map(move |j| (0.37 * (3 * i + j) as f64 + step as f64).sin() as f32)).collect();
     if step == inf_step {
         v[0] = f32::INFINITY;
     }
@@ -49,17 +48,15 @@ fn trajectory(name: &str, options: GradScalerOptions, loss_scale: f64, inf_step:
     for step in 0..steps {
         opt.zero_grad(true).unwrap();
         let y = inputs(step, inf_step).matmul(&w).unwrap();
-        let loss = ops::mul_scalar(&ops::pow_tensor_scalar(&y, 2.0.into()).unwrap().mean().call().unwrap(), loss_scale.into()).unwrap();
+        let loss =
+            ops::mul_scalar(&ops::pow_tensor_scalar(&y, 2.0.into()).unwrap().mean().call().unwrap(), loss_scale.into())
+                .unwrap();
         scaler.scale(&loss).unwrap().backward().unwrap();
         let stepped = scaler.step(&mut opt).unwrap();
         scaler.update(None).unwrap();
         let tracker = scaler.state_dict().unwrap().unwrap().growth_tracker;
-        let ours = [
-            f64::from(u8::from(stepped)),
-            scaler.get_scale().unwrap(),
-            tracker as f64,
-            loss.item::<f64>().unwrap(),
-        ];
+        let ours =
+            [f64::from(u8::from(stepped)), scaler.get_scale().unwrap(), tracker as f64, loss.item::<f64>().unwrap()];
         close(&ours, &expected(&format!("{name} step {step}")), 1e-6, &format!("{name} step {step}"));
         let wv: Vec<f64> = w.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect();
         close(&wv, &expected(&format!("{name} weight {step}")), 1e-5, &format!("{name} weight {step}"));
@@ -77,8 +74,12 @@ fn grad_scaler_skips_a_step_with_inf_and_grows_as_pytorchs_does() {
 
 #[test]
 fn grad_scaler_backs_off_from_an_overflowing_scale_as_pytorchs_does() {
-    let options =
-        GradScalerOptions { init_scale: 2f64.powi(125), backoff_factor: 0.25, growth_interval: 3, ..Default::default() };
+    let options = GradScalerOptions {
+        init_scale: 2f64.powi(125),
+        backoff_factor: 0.25,
+        growth_interval: 3,
+        ..Default::default()
+    };
     trajectory("overflow", options, 100.0, -1, 8);
 }
 
@@ -86,14 +87,18 @@ fn grad_scaler_backs_off_from_an_overflowing_scale_as_pytorchs_does() {
 fn grad_scaler_unscale_then_clip_then_step() {
     let w = Parameter::new(t(&[1.0, 2.0], &[2])).unwrap();
     let mut opt = SGD::new(vec![w.clone()], SGDOptions::default().lr(1.0)).unwrap();
-    let mut scaler = GradScaler::with_options(DeviceType::Cpu, GradScalerOptions { init_scale: 8.0, ..Default::default() });
+    let mut scaler =
+        GradScaler::with_options(DeviceType::Cpu, GradScalerOptions { init_scale: 8.0, ..Default::default() });
     let loss = ops::mul(&w, &t(&[3.0, -5.0], &[2])).unwrap().sum().call().unwrap();
     scaler.scale(&loss).unwrap().backward().unwrap();
     assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), vec![24.0, -40.0]);
     scaler.unscale_(&mut opt).unwrap();
     assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), vec![3.0, -5.0]);
     let e = scaler.unscale_(&mut opt).unwrap_err();
-    assert!(e.to_string().contains("unscale_() has already been called on this optimizer since the last update()"), "{e}");
+    assert!(
+        e.to_string().contains("unscale_() has already been called on this optimizer since the last update()"),
+        "{e}"
+    );
     assert!(scaler.step(&mut opt).unwrap());
     assert_eq!(w.to_vec::<f32>().unwrap(), vec![-2.0, 7.0]);
     let e = scaler.step(&mut opt).unwrap_err();
@@ -143,12 +148,13 @@ fn amp_kernels_check_and_update_as_pytorchs_do() {
     let inv = t(&[0.5], &[1]);
     let a = t(&[2.0, 4.0], &[2]);
     let b = t(&[f32::NAN, 8.0], &[2]);
-    ops::_amp_foreach_non_finite_check_and_unscale_(&[a.clone()], &found, &inv).unwrap();
+    ops::_amp_foreach_non_finite_check_and_unscale_(std::slice::from_ref(&a), &found, &inv).unwrap();
     assert_eq!((a.to_vec::<f32>().unwrap(), found.item::<f32>().unwrap()), (vec![1.0, 2.0], 0.0));
     ops::_amp_foreach_non_finite_check_and_unscale_(&[b.clone(), a.clone()], &found, &inv).unwrap();
     assert_eq!(found.item::<f32>().unwrap(), 1.0);
     assert_eq!(a.to_vec::<f32>().unwrap(), vec![0.5, 1.0]);
-    let e = ops::_amp_foreach_non_finite_check_and_unscale_(&[a.clone()], &t(&[0.0, 0.0], &[2]), &inv).unwrap_err();
+    let e = ops::_amp_foreach_non_finite_check_and_unscale_(std::slice::from_ref(&a), &t(&[0.0, 0.0], &[2]), &inv)
+        .unwrap_err();
     assert!(e.to_string().contains("found_inf must be a 1-element tensor."), "{e}");
 
     let scale = t(&[4.0], &[1]);
@@ -201,7 +207,13 @@ fn autocast_regions_cast_record_and_nest() {
     assert!(!autocast::is_enabled(DeviceType::Cpu));
     assert_eq!(autocast::get_dtype(DeviceType::Cpu), ScalarType::BF16);
     // The cast is on the tape: the leaf's gradient is float32, x^T @ ones (column sums of x).
-    ops::_to_copy(&y, Some(ScalarType::F32), None, None, None, false, None).unwrap().sum().call().unwrap().backward().unwrap();
+    ops::_to_copy(&y, Some(ScalarType::F32), None, None, None, false, None)
+        .unwrap()
+        .sum()
+        .call()
+        .unwrap()
+        .backward()
+        .unwrap();
     let g = w.grad().unwrap();
     assert_eq!(g.dtype(), ScalarType::F32);
     assert_eq!(g.to_vec::<f32>().unwrap(), vec![3.0, 3.0, 0.5, 0.5, 0.5, 0.5]);
