@@ -486,6 +486,8 @@ pub struct AutocastGuard {
     prev_enabled: bool,
     prev_dtype: ScalarType,
     prev_cache_enabled: bool,
+    /// The state it restores is the thread's: the guard stays on the thread that made it.
+    _thread_bound: std::marker::PhantomData<*const ()>,
 }
 
 impl AutocastGuard {
@@ -522,6 +524,7 @@ impl AutocastGuard {
             prev_enabled: is_enabled(device),
             prev_dtype: get_dtype(device),
             prev_cache_enabled: is_cache_enabled(),
+            _thread_bound: std::marker::PhantomData,
         };
         set_enabled(device, enabled)?;
         set_dtype(device, dtype)?;
