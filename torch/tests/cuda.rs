@@ -498,3 +498,36 @@ fn the_mnist_cnn_trains_with_amp_on_the_device() {
     assert!(on_gpu[45..].iter().sum::<f64>() / 5.0 < 0.7 * on_gpu[0], "losses {on_gpu:?}");
     assert!(gpu_net.parameters().iter().all(|p| p.tensor().device() == gpu && p.tensor().dtype() == ScalarType::F32));
 }
+
+/// Factories and compositions that run on the device: `linspace` (PyTorch's halfway formula),
+/// `eye`, `fmax` ignoring NaN, `kthvalue`, `mv`, and `lu_unpack`, whose permutation used to be
+/// left on the CPU for CUDA inputs.
+#[test]
+fn device_compositions_compute_where_their_inputs_live() {
+    let gpu = setup();
+    let lin = ops::linspace(Scalar::Float(-1.0), Scalar::Float(2.0), 7, None, None, Some(gpu), None).unwrap();
+    assert_eq!((lin.device(), lin.dtype()), (gpu, ScalarType::F32));
+    assert_eq!(lin.cpu().unwrap().to_vec::<f32>().unwrap(), vec![-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0]);
+    let ints = ops::linspace(Scalar::Int(0), Scalar::Int(10), 4, Some(ScalarType::I64), None, Some(gpu), None).unwrap();
+    assert_eq!(ints.cpu().unwrap().to_vec::<i64>().unwrap(), vec![0, 3, 6, 10]);
+    let eye = ops::eye_m(2, 3, None, None, Some(gpu), None).unwrap();
+    assert_eq!(eye.device(), gpu);
+    assert_eq!(eye.cpu().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
+    let a = Tensor::from_vec(vec![1.0f32, f32::NAN, f32::NAN, -2.0], &[4]).unwrap().to_device(gpu).unwrap();
+    let b = Tensor::from_vec(vec![3.0f32, 5.0, f32::NAN, -7.0], &[4]).unwrap().to_device(gpu).unwrap();
+    let m = ops::fmax(&a, &b).unwrap().cpu().unwrap().to_vec::<f32>().unwrap();
+    assert_eq!((m[0], m[1], m[3]), (3.0, 5.0, -2.0));
+    assert!(m[2].is_nan());
+    let x = Tensor::from_vec(vec![4.0f32, 1.0, 3.0, 2.0, 9.0, 0.0], &[2, 3]).unwrap().to_device(gpu).unwrap();
+    let (v, i) = ops::kthvalue(&x, 2, 1, false).unwrap();
+    assert_eq!((v.device(), i.device()), (gpu, gpu));
+    assert_eq!(v.cpu().unwrap().to_vec::<f32>().unwrap(), vec![3.0, 2.0]);
+    assert_eq!(i.cpu().unwrap().to_vec::<i64>().unwrap(), vec![2, 0]);
+    let vec3 = Tensor::from_vec(vec![1.0f32, 0.0, -1.0], &[3]).unwrap().to_device(gpu).unwrap();
+    assert_eq!(ops::mv(&x, &vec3).unwrap().cpu().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    let lu = ops::rand(&[3, 3], None, None, Some(gpu), None).unwrap();
+    let piv = Tensor::from_vec(vec![2i32, 2, 3], &[3]).unwrap().to_device(gpu).unwrap();
+    let (p, l, u) = ops::lu_unpack(&lu, &piv, true, true).unwrap();
+    assert_eq!((p.device(), l.device(), u.device()), (gpu, gpu, gpu));
+    assert_eq!(p.cpu().unwrap().to_vec::<f32>().unwrap(), vec![0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]);
+}

@@ -743,7 +743,7 @@ pub fn linspace(
     crate::handles::linspace::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:554)
+/// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:555)
 #[inline]
 pub fn eye(
     n: i64,
@@ -755,7 +755,7 @@ pub fn eye(
     crate::handles::eye::call(n, dtype, layout, device, pin_memory)
 }
 
-/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:559)
+/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:561)
 #[inline]
 pub fn eye_m(
     n: i64,
@@ -768,7 +768,7 @@ pub fn eye_m(
     crate::handles::eye_m::call(n, m, dtype, layout, device, pin_memory)
 }
 
-/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:564)
+/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:567)
 #[inline]
 pub fn empty_like(
     self_: &Tensor,
@@ -781,7 +781,7 @@ pub fn empty_like(
     crate::handles::empty_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:569)
+/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:572)
 #[inline]
 pub fn zeros_like(
     self_: &Tensor,
@@ -794,7 +794,7 @@ pub fn zeros_like(
     crate::handles::zeros_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:574)
+/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:577)
 #[inline]
 pub fn ones_like(
     self_: &Tensor,
@@ -807,7 +807,7 @@ pub fn ones_like(
     crate::handles::ones_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:579)
+/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:582)
 #[inline]
 pub fn full_like(
     self_: &Tensor,
@@ -821,97 +821,97 @@ pub fn full_like(
     crate::handles::full_like::call(self_, fill_value, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:584)
+/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:587)
 #[inline]
 pub fn fill_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::fill_scalar_::call(self_, value)
 }
 
-/// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:589)
+/// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:592)
 #[inline]
 pub fn zero_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::zero_::call(self_)
 }
 
-/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:597)
+/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:600)
 #[inline]
 pub fn uniform_(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::uniform_::call(self_, from, to, generator)
 }
 
-/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:602)
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:605)
 #[inline]
 pub fn normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_::call(self_, mean, std, generator)
 }
 
-/// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:607)
+/// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:610)
 #[inline]
 pub fn random_(self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::random_from_::call(self_, from, to, generator)
 }
 
-/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:612)
+/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:615)
 #[inline]
 pub fn random_to_(self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::random_to_::call(self_, to, generator)
 }
 
-/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:617)
+/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:620)
 #[inline]
 pub fn random_op_(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::random_::call(self_, generator)
 }
 
-/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:622)
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:625)
 #[inline]
 pub fn bernoulli_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli_float_::call(self_, p, generator)
 }
 
-/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:627)
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:630)
 #[inline]
 pub fn bernoulli_tensor_(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli_tensor_::call(self_, p, generator)
 }
 
-/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:632)
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:635)
 #[inline]
 pub fn bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli::call(self_, generator)
 }
 
-/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:637)
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:640)
 #[inline]
 pub fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli_p::call(self_, p, generator)
 }
 
-/// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:642)
+/// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:645)
 #[inline]
 pub fn exponential_(self_: &Tensor, lambd: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::exponential_::call(self_, lambd, generator)
 }
 
-/// `normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:647)
+/// `normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:650)
 #[inline]
 pub fn normal(mean: &Tensor, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_tensor_float::call(mean, std, generator)
 }
 
-/// `normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:652)
+/// `normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:655)
 #[inline]
 pub fn normal_float_tensor(mean: f64, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_float_tensor::call(mean, std, generator)
 }
 
-/// `normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:657)
+/// `normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:660)
 #[inline]
 pub fn normal_tensor_tensor(mean: &Tensor, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_tensor_tensor::call(mean, std, generator)
 }
 
-/// `normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:662)
+/// `normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:665)
 #[inline]
 pub fn normal_float_float(
     mean: f64,
@@ -926,7 +926,7 @@ pub fn normal_float_float(
     crate::handles::normal_float_float::call(mean, std, size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:667)
+/// `randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:670)
 #[inline]
 pub fn randperm(
     n: i64,
@@ -938,7 +938,7 @@ pub fn randperm(
     crate::handles::randperm::call(n, dtype, layout, device, pin_memory)
 }
 
-/// `randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:672)
+/// `randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:675)
 #[inline]
 pub fn randperm_generator(
     n: i64,
@@ -951,7 +951,7 @@ pub fn randperm_generator(
     crate::handles::randperm_generator::call(n, generator, dtype, layout, device, pin_memory)
 }
 
-/// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:677)
+/// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:680)
 #[inline]
 pub fn multinomial(
     self_: &Tensor,
@@ -962,7 +962,7 @@ pub fn multinomial(
     crate::handles::multinomial::call(self_, num_samples, replacement, generator)
 }
 
-/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:682)
+/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:685)
 #[inline]
 pub fn rand(
     size: &[i64],
@@ -974,7 +974,7 @@ pub fn rand(
     crate::handles::rand::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:687)
+/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:690)
 #[inline]
 pub fn rand_generator(
     size: &[i64],
@@ -987,7 +987,7 @@ pub fn rand_generator(
     crate::handles::rand_generator::call(size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:692)
+/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:695)
 #[inline]
 pub fn randn(
     size: &[i64],
@@ -999,7 +999,7 @@ pub fn randn(
     crate::handles::randn::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:697)
+/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:700)
 #[inline]
 pub fn randn_generator(
     size: &[i64],
@@ -1012,7 +1012,7 @@ pub fn randn_generator(
     crate::handles::randn_generator::call(size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:702)
+/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:705)
 #[inline]
 pub fn randint(
     high: i64,
@@ -1025,7 +1025,7 @@ pub fn randint(
     crate::handles::randint::call(high, size, dtype, layout, device, pin_memory)
 }
 
-/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:707)
+/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:710)
 #[inline]
 pub fn randint_generator(
     high: i64,
@@ -1039,7 +1039,7 @@ pub fn randint_generator(
     crate::handles::randint_generator::call(high, size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:712)
+/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:715)
 #[inline]
 pub fn randint_low(
     low: i64,
@@ -1053,7 +1053,7 @@ pub fn randint_low(
     crate::handles::randint_low::call(low, high, size, dtype, layout, device, pin_memory)
 }
 
-/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:717)
+/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:720)
 #[inline]
 pub fn randint_low_generator(
     low: i64,
@@ -1068,7 +1068,7 @@ pub fn randint_low_generator(
     crate::handles::randint_low_generator::call(low, high, size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:722)
+/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:725)
 #[inline]
 pub fn rand_like(
     self_: &Tensor,
@@ -1081,7 +1081,7 @@ pub fn rand_like(
     crate::handles::rand_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:727)
+/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:730)
 #[inline]
 pub fn randn_like(
     self_: &Tensor,
@@ -1094,811 +1094,811 @@ pub fn randn_like(
     crate::handles::randn_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:734)
+/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:737)
 #[inline]
 pub fn exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp::call(self_)
 }
 
-/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:739)
+/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:742)
 #[inline]
 pub fn exp_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp_::call(self_)
 }
 
-/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:744)
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:747)
 #[inline]
 pub fn exp_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::exp_out::call(self_, out)
 }
 
-/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:748)
+/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:751)
 #[inline]
 pub fn exp2(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp2::call(self_)
 }
 
-/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:753)
+/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:756)
 #[inline]
 pub fn exp2_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp2_::call(self_)
 }
 
-/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:758)
+/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:761)
 #[inline]
 pub fn exp2_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::exp2_out::call(self_, out)
 }
 
-/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:762)
+/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:765)
 #[inline]
 pub fn expm1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::expm1::call(self_)
 }
 
-/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:767)
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:770)
 #[inline]
 pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::expm1_::call(self_)
 }
 
-/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:772)
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:775)
 #[inline]
 pub fn expm1_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::expm1_out::call(self_, out)
 }
 
-/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:776)
+/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:779)
 #[inline]
 pub fn log(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log::call(self_)
 }
 
-/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:781)
+/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:784)
 #[inline]
 pub fn log_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log_::call(self_)
 }
 
-/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:786)
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:789)
 #[inline]
 pub fn log_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log_out::call(self_, out)
 }
 
-/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:790)
+/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:793)
 #[inline]
 pub fn log2(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log2::call(self_)
 }
 
-/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:795)
+/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:798)
 #[inline]
 pub fn log2_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log2_::call(self_)
 }
 
-/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:800)
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:803)
 #[inline]
 pub fn log2_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log2_out::call(self_, out)
 }
 
-/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:804)
+/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:807)
 #[inline]
 pub fn log10(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log10::call(self_)
 }
 
-/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:809)
+/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:812)
 #[inline]
 pub fn log10_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log10_::call(self_)
 }
 
-/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:814)
+/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:817)
 #[inline]
 pub fn log10_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log10_out::call(self_, out)
 }
 
-/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:818)
+/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:821)
 #[inline]
 pub fn log1p(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log1p::call(self_)
 }
 
-/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:823)
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:826)
 #[inline]
 pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log1p_::call(self_)
 }
 
-/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:828)
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:831)
 #[inline]
 pub fn log1p_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log1p_out::call(self_, out)
 }
 
-/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:832)
+/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:835)
 #[inline]
 pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sqrt::call(self_)
 }
 
-/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:838)
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:841)
 #[inline]
 pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sqrt_::call(self_)
 }
 
-/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:843)
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:846)
 #[inline]
 pub fn sqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sqrt_out::call(self_, out)
 }
 
-/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:847)
+/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:850)
 #[inline]
 pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rsqrt::call(self_)
 }
 
-/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:852)
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:855)
 #[inline]
 pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rsqrt_::call(self_)
 }
 
-/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:857)
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:860)
 #[inline]
 pub fn rsqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::rsqrt_out::call(self_, out)
 }
 
-/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:861)
+/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:864)
 #[inline]
 pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
     crate::handles::reciprocal::call(self_)
 }
 
-/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:866)
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:869)
 #[inline]
 pub fn reciprocal_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::reciprocal_::call(self_)
 }
 
-/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:871)
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:874)
 #[inline]
 pub fn reciprocal_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::reciprocal_out::call(self_, out)
 }
 
-/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:875)
+/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:878)
 #[inline]
 pub fn sin(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sin::call(self_)
 }
 
-/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:880)
+/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:883)
 #[inline]
 pub fn sin_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sin_::call(self_)
 }
 
-/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:885)
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:888)
 #[inline]
 pub fn sin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sin_out::call(self_, out)
 }
 
-/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:889)
+/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:892)
 #[inline]
 pub fn cos(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cos::call(self_)
 }
 
-/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:894)
+/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:897)
 #[inline]
 pub fn cos_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cos_::call(self_)
 }
 
-/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:899)
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:902)
 #[inline]
 pub fn cos_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::cos_out::call(self_, out)
 }
 
-/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:903)
+/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:906)
 #[inline]
 pub fn tan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tan::call(self_)
 }
 
-/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:908)
+/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:911)
 #[inline]
 pub fn tan_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tan_::call(self_)
 }
 
-/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:913)
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:916)
 #[inline]
 pub fn tan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::tan_out::call(self_, out)
 }
 
-/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:917)
+/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:920)
 #[inline]
 pub fn asin(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asin::call(self_)
 }
 
-/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:922)
+/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:925)
 #[inline]
 pub fn asin_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asin_::call(self_)
 }
 
-/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:927)
+/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:930)
 #[inline]
 pub fn asin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::asin_out::call(self_, out)
 }
 
-/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:931)
+/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:934)
 #[inline]
 pub fn acos(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acos::call(self_)
 }
 
-/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:936)
+/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:939)
 #[inline]
 pub fn acos_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acos_::call(self_)
 }
 
-/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:941)
+/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:944)
 #[inline]
 pub fn acos_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::acos_out::call(self_, out)
 }
 
-/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:945)
+/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:948)
 #[inline]
 pub fn atan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atan::call(self_)
 }
 
-/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:950)
+/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:953)
 #[inline]
 pub fn atan_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atan_::call(self_)
 }
 
-/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:955)
+/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:958)
 #[inline]
 pub fn atan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::atan_out::call(self_, out)
 }
 
-/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:959)
+/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:962)
 #[inline]
 pub fn sinh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinh::call(self_)
 }
 
-/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:964)
+/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:967)
 #[inline]
 pub fn sinh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinh_::call(self_)
 }
 
-/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:969)
+/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:972)
 #[inline]
 pub fn sinh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sinh_out::call(self_, out)
 }
 
-/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:973)
+/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:976)
 #[inline]
 pub fn cosh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cosh::call(self_)
 }
 
-/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:978)
+/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:981)
 #[inline]
 pub fn cosh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cosh_::call(self_)
 }
 
-/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:983)
+/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:986)
 #[inline]
 pub fn cosh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::cosh_out::call(self_, out)
 }
 
-/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:987)
+/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:990)
 #[inline]
 pub fn tanh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tanh::call(self_)
 }
 
-/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:992)
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:995)
 #[inline]
 pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tanh_::call(self_)
 }
 
-/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:997)
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1000)
 #[inline]
 pub fn tanh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::tanh_out::call(self_, out)
 }
 
-/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:1001)
+/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:1004)
 #[inline]
 pub fn asinh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asinh::call(self_)
 }
 
-/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1006)
+/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1009)
 #[inline]
 pub fn asinh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asinh_::call(self_)
 }
 
-/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1011)
+/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1014)
 #[inline]
 pub fn asinh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::asinh_out::call(self_, out)
 }
 
-/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:1015)
+/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:1018)
 #[inline]
 pub fn acosh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acosh::call(self_)
 }
 
-/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1020)
+/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1023)
 #[inline]
 pub fn acosh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acosh_::call(self_)
 }
 
-/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1025)
+/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1028)
 #[inline]
 pub fn acosh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::acosh_out::call(self_, out)
 }
 
-/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:1029)
+/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:1032)
 #[inline]
 pub fn atanh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atanh::call(self_)
 }
 
-/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1034)
+/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1037)
 #[inline]
 pub fn atanh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atanh_::call(self_)
 }
 
-/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1039)
+/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1042)
 #[inline]
 pub fn atanh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::atanh_out::call(self_, out)
 }
 
-/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1043)
+/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1046)
 #[inline]
 pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sigmoid::call(self_)
 }
 
-/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1048)
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1051)
 #[inline]
 pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sigmoid_::call(self_)
 }
 
-/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1053)
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1056)
 #[inline]
 pub fn sigmoid_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sigmoid_out::call(self_, out)
 }
 
-/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1057)
+/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1060)
 #[inline]
 pub fn erf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erf::call(self_)
 }
 
-/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1062)
+/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1065)
 #[inline]
 pub fn erf_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erf_::call(self_)
 }
 
-/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1067)
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1070)
 #[inline]
 pub fn erf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erf_out::call(self_, out)
 }
 
-/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1071)
+/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1074)
 #[inline]
 pub fn erfc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfc::call(self_)
 }
 
-/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1076)
+/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1079)
 #[inline]
 pub fn erfc_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfc_::call(self_)
 }
 
-/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1081)
+/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1084)
 #[inline]
 pub fn erfc_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erfc_out::call(self_, out)
 }
 
-/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1085)
+/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1088)
 #[inline]
 pub fn floor(self_: &Tensor) -> Result<Tensor> {
     crate::handles::floor::call(self_)
 }
 
-/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1090)
+/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1093)
 #[inline]
 pub fn floor_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::floor_::call(self_)
 }
 
-/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1095)
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1098)
 #[inline]
 pub fn floor_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::floor_out::call(self_, out)
 }
 
-/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1099)
+/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1102)
 #[inline]
 pub fn ceil(self_: &Tensor) -> Result<Tensor> {
     crate::handles::ceil::call(self_)
 }
 
-/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1104)
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1107)
 #[inline]
 pub fn ceil_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::ceil_::call(self_)
 }
 
-/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1109)
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1112)
 #[inline]
 pub fn ceil_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::ceil_out::call(self_, out)
 }
 
-/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1113)
+/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1116)
 #[inline]
 pub fn trunc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trunc::call(self_)
 }
 
-/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1118)
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1121)
 #[inline]
 pub fn trunc_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trunc_::call(self_)
 }
 
-/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1123)
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1126)
 #[inline]
 pub fn trunc_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::trunc_out::call(self_, out)
 }
 
-/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1127)
+/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1130)
 #[inline]
 pub fn round(self_: &Tensor) -> Result<Tensor> {
     crate::handles::round::call(self_)
 }
 
-/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1132)
+/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1135)
 #[inline]
 pub fn round_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::round_::call(self_)
 }
 
-/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1137)
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1140)
 #[inline]
 pub fn round_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::round_out::call(self_, out)
 }
 
-/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1141)
+/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1144)
 #[inline]
 pub fn sign(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sign::call(self_)
 }
 
-/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1146)
+/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1149)
 #[inline]
 pub fn sign_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sign_::call(self_)
 }
 
-/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1151)
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1154)
 #[inline]
 pub fn sign_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sign_out::call(self_, out)
 }
 
-/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1155)
+/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1158)
 #[inline]
 pub fn relu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu::call(self_)
 }
 
-/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1160)
+/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1163)
 #[inline]
 pub fn relu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu_::call(self_)
 }
 
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1165)
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1168)
 #[inline]
 pub fn relu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::relu_out::call(self_, out)
 }
 
-/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1169)
+/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1172)
 #[inline]
 pub fn frac(self_: &Tensor) -> Result<Tensor> {
     crate::handles::frac::call(self_)
 }
 
-/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1174)
+/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1177)
 #[inline]
 pub fn frac_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::frac_::call(self_)
 }
 
-/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1179)
+/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1182)
 #[inline]
 pub fn frac_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::frac_out::call(self_, out)
 }
 
-/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1183)
+/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1186)
 #[inline]
 pub fn silu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::silu::call(self_)
 }
 
-/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1188)
+/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1191)
 #[inline]
 pub fn silu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::silu_::call(self_)
 }
 
-/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1193)
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1196)
 #[inline]
 pub fn silu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::silu_out::call(self_, out)
 }
 
-/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1197)
+/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1200)
 #[inline]
 pub fn mish(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mish::call(self_)
 }
 
-/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1202)
+/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1205)
 #[inline]
 pub fn mish_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mish_::call(self_)
 }
 
-/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1207)
+/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1210)
 #[inline]
 pub fn mish_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::mish_out::call(self_, out)
 }
 
-/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1211)
+/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1214)
 #[inline]
 pub fn hardsigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardsigmoid::call(self_)
 }
 
-/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1216)
+/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1219)
 #[inline]
 pub fn hardsigmoid_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardsigmoid_::call(self_)
 }
 
-/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1221)
+/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1224)
 #[inline]
 pub fn hardsigmoid_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hardsigmoid_out::call(self_, out)
 }
 
-/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1225)
+/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1228)
 #[inline]
 pub fn hardswish(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish::call(self_)
 }
 
-/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1230)
+/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1233)
 #[inline]
 pub fn hardswish_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish_::call(self_)
 }
 
-/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1235)
+/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1238)
 #[inline]
 pub fn hardswish_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish_out::call(self_, out)
 }
 
-/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1241)
+/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1244)
 #[inline]
 pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::maximum::call(self_, other)
 }
 
-/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1246)
+/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1249)
 #[inline]
 pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::minimum::call(self_, other)
 }
 
-/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1251)
+/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1254)
 #[inline]
 pub fn atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::atan2::call(self_, other)
 }
 
-/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1256)
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1259)
 #[inline]
 pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmod_tensor::call(self_, other)
 }
 
-/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1261)
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1264)
 #[inline]
 pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::remainder_tensor::call(self_, other)
 }
 
-/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1266)
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1269)
 #[inline]
 pub fn pow(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::pow_tensor_tensor::call(self_, exponent)
 }
 
-/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1271)
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1274)
 #[inline]
 pub fn pow_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     crate::handles::pow_tensor_scalar::call(self_, exponent)
 }
 
-/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1277)
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1280)
 #[inline]
 pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::pow_scalar::call(self_, exponent)
 }
 
-/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1281)
+/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1284)
 #[inline]
 pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_and::call(self_, other)
 }
 
-/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1286)
+/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1289)
 #[inline]
 pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::logical_not::call(self_)
 }
 
-/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1291)
+/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1294)
 #[inline]
 pub fn isnan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isnan::call(self_)
 }
 
-/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1296)
+/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1299)
 #[inline]
 pub fn lerp(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
     crate::handles::lerp_scalar::call(self_, end, weight)
 }
 
-/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1301)
+/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1304)
 #[inline]
 pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcmul::call(self_, tensor1, tensor2, value)
 }
 
-/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1306)
+/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1309)
 #[inline]
 pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scalar) -> Result<Tensor> {
     crate::handles::threshold_backward::call(grad_output, self_, threshold)
 }
 
-/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1310)
+/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1313)
 #[inline]
 pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcmul_::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1315)
+/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1318)
 #[inline]
 pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1320)
+/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1323)
 #[inline]
 pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv_::call(self_, tensor1, tensor2, value)
 }
 
-/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1325)
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1328)
 #[inline]
 pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp::call(self_, min, max)
 }
 
-/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1330)
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1333)
 #[inline]
 pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::masked_fill_scalar::call(self_, mask, value)
 }
 
-/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1335)
+/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1338)
 #[inline]
 pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
     crate::handles::leaky_relu::call(self_, negative_slope)
 }
 
-/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1340)
+/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1343)
 #[inline]
 pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
     crate::handles::hardtanh::call(self_, min_val, max_val)
 }
 
-/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1345)
+/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1348)
 #[inline]
 pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
     crate::handles::elu::call(self_, alpha, scale, input_scale)
 }
 
-/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1350)
+/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1353)
 #[inline]
 pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     crate::handles::softplus::call(self_, beta, threshold)
 }
 
-/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1355)
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1358)
 #[inline]
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
     crate::handles::gelu::call(self_, approximate)
 }
 
-/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1360)
+/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1363)
 #[inline]
 pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::logit::call(self_, eps)
 }
 
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1367)
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1370)
 #[inline]
 pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::sum::call(self_, dtype)
 }
 
-/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1373)
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1376)
 #[inline]
 pub fn sum_dim_intlist(
     self_: &Tensor,
@@ -1909,217 +1909,217 @@ pub fn sum_dim_intlist(
     crate::handles::sum_dim_intlist::call(self_, dim, keepdim, dtype)
 }
 
-/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1378)
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1381)
 #[inline]
 pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean::call(self_, dtype)
 }
 
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1383)
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1386)
 #[inline]
 pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean_dim::call(self_, dim, keepdim, dtype)
 }
 
-/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1388)
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1391)
 #[inline]
 pub fn prod(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::prod_dim_int::call(self_, dim, keepdim, dtype)
 }
 
-/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1393)
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
 #[inline]
 pub fn var(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::var_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1398)
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
 #[inline]
 pub fn std(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::std_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1403)
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1406)
 #[inline]
 pub fn max(self_: &Tensor) -> Result<Tensor> {
     crate::handles::max::call(self_)
 }
 
-/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1408)
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1411)
 #[inline]
 pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::max_dim::call(self_, dim, keepdim)
 }
 
-/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1413)
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1416)
 #[inline]
 pub fn min(self_: &Tensor) -> Result<Tensor> {
     crate::handles::min::call(self_)
 }
 
-/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1418)
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1421)
 #[inline]
 pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::min_dim::call(self_, dim, keepdim)
 }
 
-/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1423)
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1426)
 #[inline]
 pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amax::call(self_, dim, keepdim)
 }
 
-/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1428)
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1431)
 #[inline]
 pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amin::call(self_, dim, keepdim)
 }
 
-/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1433)
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1436)
 #[inline]
 pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmax::call(self_, dim, keepdim)
 }
 
-/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1438)
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1441)
 #[inline]
 pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmin::call(self_, dim, keepdim)
 }
 
-/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1443)
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1446)
 #[inline]
 pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::logsumexp::call(self_, dim, keepdim)
 }
 
-/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1448)
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1451)
 #[inline]
 pub fn all(self_: &Tensor) -> Result<Tensor> {
     crate::handles::all::call(self_)
 }
 
-/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1453)
+/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1456)
 #[inline]
 pub fn any(self_: &Tensor) -> Result<Tensor> {
     crate::handles::any::call(self_)
 }
 
-/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1458)
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1461)
 #[inline]
 pub fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::any_dim::call(self_, dim, keepdim)
 }
 
-/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1463)
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1466)
 #[inline]
 pub fn all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::all_dim::call(self_, dim, keepdim)
 }
 
-/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1468)
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1471)
 #[inline]
 pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumsum::call(self_, dim, dtype)
 }
 
-/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1473)
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1476)
 #[inline]
 pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumprod::call(self_, dim, dtype)
 }
 
-/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1478)
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1481)
 #[inline]
 pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::softmax_int::call(self_, dim, dtype)
 }
 
-/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1483)
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1486)
 #[inline]
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1491)
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1494)
 #[inline]
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::cat::call(tensors, dim)
 }
 
-/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1496)
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1499)
 #[inline]
 pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::cat_out::call(tensors, dim, out)
 }
 
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1500)
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1503)
 #[inline]
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::stack::call(tensors, dim)
 }
 
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1504)
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1507)
 #[inline]
 pub fn stack_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::stack_out::call(tensors, dim, out)
 }
 
-/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1508)
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1511)
 #[inline]
 pub fn split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_tensor::call(self_, split_size, dim)
 }
 
-/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1513)
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1516)
 #[inline]
 pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_with_sizes::call(self_, split_sizes, dim)
 }
 
-/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1518)
+/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1521)
 #[inline]
 pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::chunk::call(self_, chunks, dim)
 }
 
-/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1523)
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1526)
 #[inline]
 pub fn unbind(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unbind_int::call(self_, dim)
 }
 
-/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1528)
+/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1531)
 #[inline]
 pub fn meshgrid(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid::call(tensors)
 }
 
-/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1532)
+/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1535)
 #[inline]
 pub fn meshgrid_indexing(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid_indexing::call(tensors, indexing)
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1536)
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1539)
 #[inline]
 pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     crate::handles::repeat::call(self_, repeats)
 }
 
-/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1541)
+/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1544)
 #[inline]
 pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::tile::call(self_, dims)
 }
 
-/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1546)
+/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1549)
 #[inline]
 pub fn repeat_interleave(repeats: &Tensor, output_size: Option<i64>) -> Result<Tensor> {
     crate::handles::repeat_interleave_tensor::call(repeats, output_size)
 }
 
-/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1550)
+/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1553)
 #[inline]
 pub fn repeat_interleave_self_tensor(
     self_: &Tensor,
@@ -2130,7 +2130,7 @@ pub fn repeat_interleave_self_tensor(
     crate::handles::repeat_interleave_self_tensor::call(self_, repeats, dim, output_size)
 }
 
-/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1555)
+/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1558)
 #[inline]
 pub fn repeat_interleave_self_int(
     self_: &Tensor,
@@ -2141,223 +2141,223 @@ pub fn repeat_interleave_self_int(
     crate::handles::repeat_interleave_self_int::call(self_, repeats, dim, output_size)
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1560)
+/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1563)
 #[inline]
 pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::flip::call(self_, dims)
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1565)
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1568)
 #[inline]
 pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     crate::handles::roll::call(self_, shifts, dims)
 }
 
-/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1570)
+/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1573)
 #[inline]
 pub fn rot90(self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     crate::handles::rot90::call(self_, k_, dims)
 }
 
-/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1575)
+/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1578)
 #[inline]
 pub fn tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril::call(self_, diagonal)
 }
 
-/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1580)
+/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1583)
 #[inline]
 pub fn tril_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril_::call(self_, diagonal)
 }
 
-/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1585)
+/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1588)
 #[inline]
 pub fn tril_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::tril_out::call(self_, diagonal, out)
 }
 
-/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1589)
+/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1592)
 #[inline]
 pub fn triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu::call(self_, diagonal)
 }
 
-/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1594)
+/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1597)
 #[inline]
 pub fn triu_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu_::call(self_, diagonal)
 }
 
-/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1599)
+/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1602)
 #[inline]
 pub fn triu_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::triu_out::call(self_, diagonal, out)
 }
 
-/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1603)
+/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1606)
 #[inline]
 pub fn diag(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::diag::call(self_, diagonal)
 }
 
-/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1608)
+/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1611)
 #[inline]
 pub fn diag_embed(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diag_embed::call(self_, offset, dim1, dim2)
 }
 
-/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1613)
+/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1616)
 #[inline]
 pub fn broadcast_to(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::broadcast_to::call(self_, size)
 }
 
-/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1618)
+/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1621)
 #[inline]
 pub fn movedim(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
     crate::handles::movedim_intlist::call(self_, source, destination)
 }
 
-/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1623)
+/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1626)
 #[inline]
 pub fn movedim_int(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
     crate::handles::movedim_int::call(self_, source, destination)
 }
 
-/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1628)
+/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1631)
 #[inline]
 pub fn unflatten(self_: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     crate::handles::unflatten_int::call(self_, dim, sizes)
 }
 
-/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1633)
+/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1636)
 #[inline]
 pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
     crate::handles::pad::call(self_, pad, mode, value)
 }
 
-/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1637)
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1640)
 #[inline]
 pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
     crate::handles::constant_pad_nd::call(self_, pad, value)
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1641)
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1644)
 #[inline]
 pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     crate::handles::index_select::call(self_, dim, index)
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1647)
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1650)
 #[inline]
 pub fn index_select_out(self_: &Tensor, dim: i64, index: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::index_select_out::call(self_, dim, index, out)
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1651)
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1654)
 #[inline]
 pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
     crate::handles::gather::call(self_, dim, index, sparse_grad)
 }
 
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1656)
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1659)
 #[inline]
 pub fn gather_out(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool, out: &Tensor) -> Result<Tensor> {
     crate::handles::gather_out::call(self_, dim, index, sparse_grad, out)
 }
 
-/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1660)
+/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1663)
 #[inline]
 pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     crate::handles::take::call(self_, index)
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1665)
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1668)
 #[inline]
 pub fn scatter(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src::call(self_, dim, index, src)
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1670)
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1673)
 #[inline]
 pub fn scatter_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_::call(self_, dim, index, src)
 }
 
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1675)
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1678)
 #[inline]
 pub fn scatter_src_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_out::call(self_, dim, index, src, out)
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1679)
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1682)
 #[inline]
 pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value::call(self_, dim, index, value)
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1684)
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1687)
 #[inline]
 pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value_::call(self_, dim, index, value)
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1689)
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1692)
 #[inline]
 pub fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1694)
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1697)
 #[inline]
 pub fn scatter_reduce_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce_::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1699)
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1702)
 #[inline]
 pub fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1704)
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1707)
 #[inline]
 pub fn scatter_value_reduce_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce_::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1709)
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1712)
 #[inline]
 pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add::call(self_, dim, index, src)
 }
 
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1714)
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1717)
 #[inline]
 pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_::call(self_, dim, index, src)
 }
 
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1719)
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1722)
 #[inline]
 pub fn scatter_add_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_out::call(self_, dim, index, src, out)
 }
 
-/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1723)
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1726)
 #[inline]
 pub fn index_add(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1729)
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1732)
 #[inline]
 pub fn index_add_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add_::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1735)
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1738)
 #[inline]
 pub fn index_add_out(
     self_: &Tensor,
@@ -2370,103 +2370,103 @@ pub fn index_add_out(
     crate::handles::index_add_out::call(self_, dim, index, source, alpha, out)
 }
 
-/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1739)
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1742)
 #[inline]
 pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy::call(self_, dim, index, source)
 }
 
-/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1744)
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1747)
 #[inline]
 pub fn index_copy_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy_::call(self_, dim, index, source)
 }
 
-/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1749)
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1752)
 #[inline]
 pub fn index_fill(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1754)
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1757)
 #[inline]
 pub fn index_fill_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar_::call(self_, dim, index, value)
 }
 
-/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1759)
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1762)
 #[inline]
 pub fn index_fill_int_tensor(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1764)
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1767)
 #[inline]
 pub fn index_fill_int_tensor_(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor_::call(self_, dim, index, value)
 }
 
-/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1769)
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1772)
 #[inline]
 pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     crate::handles::index_tensor::call(self_, indices)
 }
 
-/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1774)
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1777)
 #[inline]
 pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put::call(self_, indices, values, accumulate)
 }
 
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1779)
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1782)
 #[inline]
 pub fn index_put_(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put_::call(self_, indices, values, accumulate)
 }
 
-/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1784)
+/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1787)
 #[inline]
 pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::masked_select::call(self_, mask)
 }
 
-/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1789)
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1792)
 #[inline]
 pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter::call(self_, mask, source)
 }
 
-/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1794)
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1797)
 #[inline]
 pub fn masked_scatter_(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter_::call(self_, mask, source)
 }
 
-/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1799)
+/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1802)
 #[inline]
 pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero::call(self_)
 }
 
-/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1804)
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1807)
 #[inline]
 pub fn nonzero_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero_out::call(self_, out)
 }
 
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1808)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1811)
 #[inline]
 pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::count_nonzero::call(self_, dim)
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1813)
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1816)
 #[inline]
 pub fn count_nonzero_dim_intlist(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::count_nonzero_dim_intlist::call(self_, dim)
 }
 
-/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1818)
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1821)
 #[inline]
 pub fn embedding(
     weight: &Tensor,
@@ -2478,7 +2478,7 @@ pub fn embedding(
     crate::handles::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)
 }
 
-/// `embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:1822)
+/// `embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:1825)
 #[inline]
 pub fn embedding_dense_backward(
     grad_output: &Tensor,
@@ -2490,73 +2490,73 @@ pub fn embedding_dense_backward(
     crate::handles::embedding_dense_backward::call(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
 }
 
-/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1826)
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1829)
 #[inline]
 pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     crate::handles::one_hot::call(self_, num_classes)
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1830)
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1833)
 #[inline]
 pub fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort::call(self_, dim, descending)
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1835)
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1838)
 #[inline]
 pub fn sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort_stable::call(self_, stable, dim, descending)
 }
 
-/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1840)
+/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1843)
 #[inline]
 pub fn argsort(self_: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort::call(self_, dim, descending)
 }
 
-/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1845)
+/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1848)
 #[inline]
 pub fn argsort_stable(self_: &Tensor, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort_stable::call(self_, stable, dim, descending)
 }
 
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1850)
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1853)
 #[inline]
 pub fn topk(self_: &Tensor, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::topk::call(self_, k_, dim, largest, sorted)
 }
 
-/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1855)
+/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1858)
 #[inline]
 pub fn kthvalue(self_: &Tensor, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::kthvalue::call(self_, k_, dim, keepdim)
 }
 
-/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1860)
+/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1864)
 #[inline]
 pub fn median(self_: &Tensor) -> Result<Tensor> {
     crate::handles::median::call(self_)
 }
 
-/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1865)
+/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1869)
 #[inline]
 pub fn median_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::median_dim::call(self_, dim, keepdim)
 }
 
-/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1870)
+/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1874)
 #[inline]
 pub fn cummax(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummax::call(self_, dim)
 }
 
-/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1875)
+/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1879)
 #[inline]
 pub fn cummin(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummin::call(self_, dim)
 }
 
-/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1880)
+/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1884)
 #[inline]
 pub fn _unique2(
     self_: &Tensor,
@@ -2567,19 +2567,19 @@ pub fn _unique2(
     crate::handles::_unique2::call(self_, sorted, return_inverse, return_counts)
 }
 
-/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1884)
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1888)
 #[inline]
 pub fn norm(self_: &Tensor, p: Scalar) -> Result<Tensor> {
     crate::handles::norm_scalar::call(self_, p)
 }
 
-/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1890)
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1894)
 #[inline]
 pub fn norm_scalaropt_dim(self_: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dim::call(self_, p, dim, keepdim)
 }
 
-/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1896)
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1900)
 #[inline]
 pub fn norm_scalaropt_dim_dtype(
     self_: &Tensor,
@@ -2591,103 +2591,103 @@ pub fn norm_scalaropt_dim_dtype(
     crate::handles::norm_scalaropt_dim_dtype::call(self_, p, dim, keepdim, dtype)
 }
 
-/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1902)
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1906)
 #[inline]
 pub fn norm_scalaropt_dtype(self_: &Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1911)
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1915)
 #[inline]
 pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::mm::call(self_, mat2)
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1918)
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1922)
 #[inline]
 pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::mm_out::call(self_, mat2, out)
 }
 
-/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1922)
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1926)
 #[inline]
 pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::bmm::call(self_, mat2)
 }
 
-/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1927)
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1931)
 #[inline]
 pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bmm_out::call(self_, mat2, out)
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1931)
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1935)
 #[inline]
 pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1938)
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1942)
 #[inline]
 pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::baddbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1943)
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1947)
 #[inline]
 pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1948)
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1952)
 #[inline]
 pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     crate::handles::mv::call(self_, vec)
 }
 
-/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1954)
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1958)
 #[inline]
 pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     crate::handles::dot::call(self_, tensor)
 }
 
-/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1959)
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1963)
 #[inline]
 pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::vdot::call(self_, other)
 }
 
-/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1964)
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1968)
 #[inline]
 pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
     crate::handles::outer::call(self_, vec2)
 }
 
-/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1969)
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1973)
 #[inline]
 pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::matmul::call(self_, other)
 }
 
-/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1974)
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1978)
 #[inline]
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::linear::call(input, weight, bias)
 }
 
-/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1978)
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1982)
 #[inline]
 pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: &[i64]) -> Result<Tensor> {
     crate::handles::tensordot::call(self_, other, dims_self, dims_other)
 }
 
-/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1982)
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1986)
 #[inline]
 pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::einsum::call(equation, tensors, path)
 }
 
-/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1986)
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1990)
 #[inline]
 pub fn convolution(
     input: &Tensor,
@@ -2713,7 +2713,7 @@ pub fn convolution(
     )
 }
 
-/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1990)
+/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1994)
 #[inline]
 pub fn _convolution_weight_backward(
     grad_output: &Tensor,
@@ -2735,7 +2735,7 @@ pub fn _convolution_weight_backward(
     )
 }
 
-/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1994)
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1998)
 #[inline]
 pub fn conv1d(
     input: &Tensor,
@@ -2749,7 +2749,7 @@ pub fn conv1d(
     crate::handles::conv1d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1998)
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2002)
 #[inline]
 pub fn conv2d(
     input: &Tensor,
@@ -2763,7 +2763,7 @@ pub fn conv2d(
     crate::handles::conv2d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2002)
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2006)
 #[inline]
 pub fn conv3d(
     input: &Tensor,
@@ -2777,7 +2777,7 @@ pub fn conv3d(
     crate::handles::conv3d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2006)
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2010)
 #[inline]
 pub fn conv1d_padding(
     input: &Tensor,
@@ -2791,7 +2791,7 @@ pub fn conv1d_padding(
     crate::handles::conv1d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2010)
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2014)
 #[inline]
 pub fn conv2d_padding(
     input: &Tensor,
@@ -2805,7 +2805,7 @@ pub fn conv2d_padding(
     crate::handles::conv2d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2014)
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2018)
 #[inline]
 pub fn conv3d_padding(
     input: &Tensor,
@@ -2819,7 +2819,7 @@ pub fn conv3d_padding(
     crate::handles::conv3d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2018)
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2022)
 #[inline]
 pub fn conv_transpose1d(
     input: &Tensor,
@@ -2834,7 +2834,7 @@ pub fn conv_transpose1d(
     crate::handles::conv_transpose1d::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2022)
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2026)
 #[inline]
 pub fn conv_transpose2d(
     input: &Tensor,
@@ -2849,7 +2849,7 @@ pub fn conv_transpose2d(
     crate::handles::conv_transpose2d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2026)
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2030)
 #[inline]
 pub fn conv_transpose3d(
     input: &Tensor,
@@ -2864,7 +2864,7 @@ pub fn conv_transpose3d(
     crate::handles::conv_transpose3d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2030)
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2034)
 #[inline]
 pub fn max_pool1d(
     self_: &Tensor,
@@ -2877,7 +2877,7 @@ pub fn max_pool1d(
     crate::handles::max_pool1d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2034)
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2038)
 #[inline]
 pub fn max_pool2d(
     self_: &Tensor,
@@ -2890,7 +2890,7 @@ pub fn max_pool2d(
     crate::handles::max_pool2d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2038)
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2042)
 #[inline]
 pub fn max_pool3d(
     self_: &Tensor,
@@ -2903,7 +2903,7 @@ pub fn max_pool3d(
     crate::handles::max_pool3d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2042)
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2046)
 #[inline]
 pub fn max_pool1d_with_indices(
     self_: &Tensor,
@@ -2916,7 +2916,7 @@ pub fn max_pool1d_with_indices(
     crate::handles::max_pool1d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2046)
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2050)
 #[inline]
 pub fn max_pool2d_with_indices(
     self_: &Tensor,
@@ -2929,7 +2929,7 @@ pub fn max_pool2d_with_indices(
     crate::handles::max_pool2d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2050)
+/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2054)
 #[inline]
 pub fn max_pool2d_with_indices_backward(
     grad_output: &Tensor,
@@ -2953,7 +2953,7 @@ pub fn max_pool2d_with_indices_backward(
     )
 }
 
-/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2054)
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2058)
 #[inline]
 pub fn max_pool3d_with_indices(
     self_: &Tensor,
@@ -2966,7 +2966,7 @@ pub fn max_pool3d_with_indices(
     crate::handles::max_pool3d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2058)
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2062)
 #[inline]
 pub fn avg_pool1d(
     self_: &Tensor,
@@ -2979,7 +2979,7 @@ pub fn avg_pool1d(
     crate::handles::avg_pool1d::call(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
 }
 
-/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2062)
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2066)
 #[inline]
 pub fn avg_pool2d(
     self_: &Tensor,
@@ -3001,7 +3001,7 @@ pub fn avg_pool2d(
     )
 }
 
-/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2066)
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2070)
 #[inline]
 pub fn avg_pool3d(
     self_: &Tensor,
@@ -3023,43 +3023,43 @@ pub fn avg_pool3d(
     )
 }
 
-/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2070)
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2074)
 #[inline]
 pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2074)
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2078)
 #[inline]
 pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2078)
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2082)
 #[inline]
 pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool3d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2082)
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2086)
 #[inline]
 pub fn adaptive_max_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2086)
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2090)
 #[inline]
 pub fn adaptive_max_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2090)
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2094)
 #[inline]
 pub fn adaptive_max_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool3d::call(self_, output_size)
 }
 
-/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2094)
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2098)
 #[inline]
 pub fn upsample_nearest1d(
     input: &Tensor,
@@ -3069,7 +3069,7 @@ pub fn upsample_nearest1d(
     crate::handles::upsample_nearest1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2098)
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2102)
 #[inline]
 pub fn upsample_nearest2d(
     input: &Tensor,
@@ -3079,7 +3079,7 @@ pub fn upsample_nearest2d(
     crate::handles::upsample_nearest2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2102)
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2106)
 #[inline]
 pub fn upsample_nearest3d(
     input: &Tensor,
@@ -3089,7 +3089,7 @@ pub fn upsample_nearest3d(
     crate::handles::upsample_nearest3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2106)
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2110)
 #[inline]
 pub fn upsample_bilinear2d(
     input: &Tensor,
@@ -3100,19 +3100,19 @@ pub fn upsample_bilinear2d(
     crate::handles::upsample_bilinear2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2110)
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2114)
 #[inline]
 pub fn pixel_shuffle(self_: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_shuffle::call(self_, upscale_factor)
 }
 
-/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2114)
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2118)
 #[inline]
 pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_unshuffle::call(self_, downscale_factor)
 }
 
-/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2118)
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2122)
 #[inline]
 pub fn scaled_dot_product_attention(
     query: &Tensor,
@@ -3129,7 +3129,7 @@ pub fn scaled_dot_product_attention(
     )
 }
 
-/// `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2122)
+/// `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2126)
 #[inline]
 pub fn _native_multi_head_attention(
     query: &Tensor,
@@ -3163,7 +3163,7 @@ pub fn _native_multi_head_attention(
     )
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2129)
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2133)
 #[inline]
 pub fn native_layer_norm(
     input: &Tensor,
@@ -3175,7 +3175,7 @@ pub fn native_layer_norm(
     crate::handles::native_layer_norm::call(input, normalized_shape, weight, bias, eps)
 }
 
-/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2133)
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2137)
 #[inline]
 pub fn layer_norm(
     input: &Tensor,
@@ -3188,7 +3188,7 @@ pub fn layer_norm(
     crate::handles::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
 }
 
-/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2137)
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2141)
 #[inline]
 pub fn native_batch_norm(
     input: &Tensor,
@@ -3203,7 +3203,7 @@ pub fn native_batch_norm(
     crate::handles::native_batch_norm::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
 }
 
-/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2141)
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2145)
 #[inline]
 pub fn batch_norm(
     input: &Tensor,
@@ -3229,7 +3229,7 @@ pub fn batch_norm(
     )
 }
 
-/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2145)
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2149)
 #[inline]
 pub fn instance_norm(
     input: &Tensor,
@@ -3255,7 +3255,7 @@ pub fn instance_norm(
     )
 }
 
-/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2149)
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2153)
 #[inline]
 pub fn native_group_norm(
     input: &Tensor,
@@ -3270,7 +3270,7 @@ pub fn native_group_norm(
     crate::handles::native_group_norm::call(input, weight, bias, n, c, hxw, group, eps)
 }
 
-/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2153)
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2157)
 #[inline]
 pub fn group_norm(
     input: &Tensor,
@@ -3283,31 +3283,31 @@ pub fn group_norm(
     crate::handles::group_norm::call(input, num_groups, weight, bias, eps, cudnn_enabled)
 }
 
-/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2158)
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2162)
 #[inline]
 pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::mse_loss::call(self_, target, reduction)
 }
 
-/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2162)
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2166)
 #[inline]
 pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::l1_loss::call(self_, target, reduction)
 }
 
-/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2166)
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2170)
 #[inline]
 pub fn smooth_l1_loss(self_: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
     crate::handles::smooth_l1_loss::call(self_, target, reduction, beta)
 }
 
-/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2170)
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2174)
 #[inline]
 pub fn huber_loss(self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
     crate::handles::huber_loss::call(self_, target, reduction, delta)
 }
 
-/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2174)
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2178)
 #[inline]
 pub fn binary_cross_entropy(
     self_: &Tensor,
@@ -3318,7 +3318,7 @@ pub fn binary_cross_entropy(
     crate::handles::binary_cross_entropy::call(self_, target, weight, reduction)
 }
 
-/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2178)
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2182)
 #[inline]
 pub fn binary_cross_entropy_with_logits(
     self_: &Tensor,
@@ -3330,13 +3330,13 @@ pub fn binary_cross_entropy_with_logits(
     crate::handles::binary_cross_entropy_with_logits::call(self_, target, weight, pos_weight, reduction)
 }
 
-/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2182)
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2186)
 #[inline]
 pub fn kl_div(self_: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
     crate::handles::kl_div::call(self_, target, reduction, log_target)
 }
 
-/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2186)
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2190)
 #[inline]
 pub fn margin_ranking_loss(
     input1: &Tensor,
@@ -3348,7 +3348,7 @@ pub fn margin_ranking_loss(
     crate::handles::margin_ranking_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2190)
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2194)
 #[inline]
 pub fn cosine_embedding_loss(
     input1: &Tensor,
@@ -3360,7 +3360,7 @@ pub fn cosine_embedding_loss(
     crate::handles::cosine_embedding_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2194)
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2198)
 #[inline]
 pub fn triplet_margin_loss(
     anchor: &Tensor,
@@ -3375,7 +3375,7 @@ pub fn triplet_margin_loss(
     crate::handles::triplet_margin_loss::call(anchor, positive, negative, margin, p, eps, swap, reduction)
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2198)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2202)
 #[inline]
 pub fn nll_loss(
     self_: &Tensor,
@@ -3387,7 +3387,7 @@ pub fn nll_loss(
     crate::handles::nll_loss::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2202)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2206)
 #[inline]
 pub fn nll_loss2d(
     self_: &Tensor,
@@ -3399,7 +3399,7 @@ pub fn nll_loss2d(
     crate::handles::nll_loss2d::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2206)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2210)
 #[inline]
 pub fn nll_loss_nd(
     self_: &Tensor,
@@ -3411,7 +3411,7 @@ pub fn nll_loss_nd(
     crate::handles::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2210)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2214)
 #[inline]
 pub fn cross_entropy_loss(
     self_: &Tensor,
@@ -3424,169 +3424,169 @@ pub fn cross_entropy_loss(
     crate::handles::cross_entropy_loss::call(self_, target, weight, reduction, ignore_index, label_smoothing)
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2215)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2219)
 #[inline]
 pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout::call(input, p, train)
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2219)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2223)
 #[inline]
 pub fn dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout_::call(self_, p, train)
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2223)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2227)
 #[inline]
 pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout::call(input, p, train)
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2227)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2231)
 #[inline]
 pub fn feature_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout_::call(self_, p, train)
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2231)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2235)
 #[inline]
 pub fn alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout::call(input, p, train)
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2235)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2239)
 #[inline]
 pub fn alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout_::call(self_, p, train)
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2239)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2243)
 #[inline]
 pub fn feature_alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout::call(input, p, train)
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2243)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2247)
 #[inline]
 pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout_::call(self_, p, train)
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2247)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2251)
 #[inline]
 pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::handles::native_dropout::call(input, p, train)
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2252)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2256)
 #[inline]
 pub fn erfinv(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv::call(self_)
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2257)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2261)
 #[inline]
 pub fn erfinv_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_::call(self_)
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2262)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2266)
 #[inline]
 pub fn erfinv_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_out::call(self_, out)
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2266)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2270)
 #[inline]
 pub fn sgn(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn::call(self_)
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2271)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2275)
 #[inline]
 pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_::call(self_)
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2276)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2280)
 #[inline]
 pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_out::call(self_, out)
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2280)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2284)
 #[inline]
 pub fn square(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square::call(self_)
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2285)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2289)
 #[inline]
 pub fn square_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square_::call(self_)
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2290)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2294)
 #[inline]
 pub fn selu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu::call(self_)
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2294)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2298)
 #[inline]
 pub fn selu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu_::call(self_)
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2298)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2302)
 #[inline]
 pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isinf::call(self_)
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2303)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2307)
 #[inline]
 pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isfinite::call(self_)
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2308)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2312)
 #[inline]
 pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf::call(self_)
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2313)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2317)
 #[inline]
 pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf_out::call(self_, out)
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2317)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2321)
 #[inline]
 pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf::call(self_)
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2322)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2326)
 #[inline]
 pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf_out::call(self_, out)
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2326)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2330)
 #[inline]
 pub fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2331)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2335)
 #[inline]
 pub fn nan_to_num_(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num_::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2336)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2340)
 #[inline]
 pub fn nan_to_num_out(
     self_: &Tensor,
@@ -3598,529 +3598,529 @@ pub fn nan_to_num_out(
     crate::handles::nan_to_num_out::call(self_, nan, posinf, neginf, out)
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2340)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2344)
 #[inline]
 pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals::call(self_, decimals)
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2345)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2349)
 #[inline]
 pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals_::call(self_, decimals)
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2350)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2354)
 #[inline]
 pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::round_decimals_out::call(self_, decimals, out)
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2354)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2358)
 #[inline]
 pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not::call(self_)
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2359)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2363)
 #[inline]
 pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_::call(self_)
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2364)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2368)
 #[inline]
 pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_out::call(self_, out)
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2368)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2372)
 #[inline]
 pub fn clamp_(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp_::call(self_, min, max)
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2373)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2377)
 #[inline]
 pub fn clamp_out(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_out::call(self_, min, max, out)
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2377)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2381)
 #[inline]
 pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor::call(self_, min, max)
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2382)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2386)
 #[inline]
 pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor_::call(self_, min, max)
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2387)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2391)
 #[inline]
 pub fn clamp_tensor_out(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_tensor_out::call(self_, min, max, out)
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2391)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2395)
 #[inline]
 pub fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min::call(self_, min)
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2396)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2400)
 #[inline]
 pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor::call(self_, min)
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2401)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2405)
 #[inline]
 pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min_::call(self_, min)
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2406)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2410)
 #[inline]
 pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_::call(self_, min)
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2411)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2415)
 #[inline]
 pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_out::call(self_, min, out)
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2415)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2419)
 #[inline]
 pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_out::call(self_, min, out)
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2419)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2423)
 #[inline]
 pub fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max::call(self_, max)
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2424)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2428)
 #[inline]
 pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor::call(self_, max)
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2429)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2433)
 #[inline]
 pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max_::call(self_, max)
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2434)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2438)
 #[inline]
 pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_::call(self_, max)
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2439)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2443)
 #[inline]
 pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_out::call(self_, max, out)
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2443)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2447)
 #[inline]
 pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_out::call(self_, max, out)
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2447)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2451)
 #[inline]
 pub fn relu6(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6::call(self_)
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2451)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2455)
 #[inline]
 pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6_::call(self_)
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2455)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2459)
 #[inline]
 pub fn celu(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu::call(self_, alpha)
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2459)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2463)
 #[inline]
 pub fn celu_(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu_::call(self_, alpha)
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2463)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2467)
 #[inline]
 pub fn threshold(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold::call(self_, threshold, value)
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2467)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2471)
 #[inline]
 pub fn threshold_(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold_::call(self_, threshold, value)
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2471)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2475)
 #[inline]
 pub fn threshold_out(self_: &Tensor, threshold: Scalar, value: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::threshold_out::call(self_, threshold, value, out)
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2475)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2479)
 #[inline]
 pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::glu::call(self_, dim)
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2479)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2483)
 #[inline]
 pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::prelu::call(self_, weight)
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2484)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2488)
 #[inline]
 pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log_sigmoid::call(self_)
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2488)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2492)
 #[inline]
 pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::log_sigmoid_forward::call(self_)
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2492)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2496)
 #[inline]
 pub fn fmax(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmax::call(self_, other)
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2497)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2502)
 #[inline]
 pub fn fmax_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmax_out::call(self_, other, out)
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2501)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2506)
 #[inline]
 pub fn fmin(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmin::call(self_, other)
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2506)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2512)
 #[inline]
 pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmin_out::call(self_, other, out)
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2510)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2516)
 #[inline]
 pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot::call(self_, other)
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2515)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2521)
 #[inline]
 pub fn hypot_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_::call(self_, other)
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2520)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2526)
 #[inline]
 pub fn hypot_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_out::call(self_, other, out)
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2524)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2530)
 #[inline]
 pub fn copysign(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor::call(self_, other)
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2529)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2535)
 #[inline]
 pub fn copysign_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor_::call(self_, other)
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2534)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2540)
 #[inline]
 pub fn copysign_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_out::call(self_, other, out)
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2538)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2544)
 #[inline]
 pub fn copysign_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar::call(self_, other)
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2549)
 #[inline]
 pub fn copysign_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar_::call(self_, other)
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2548)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2554)
 #[inline]
 pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide::call(self_, other)
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2553)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2559)
 #[inline]
 pub fn floor_divide_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_tensor_::call(self_, other)
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2558)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2564)
 #[inline]
 pub fn floor_divide_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_out::call(self_, other, out)
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2562)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2568)
 #[inline]
 pub fn floor_divide_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar::call(self_, other)
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2573)
 #[inline]
 pub fn floor_divide_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2572)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2578)
 #[inline]
 pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor::call(self_, other)
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2577)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2583)
 #[inline]
 pub fn bitwise_and_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar::call(self_, other)
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2582)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2588)
 #[inline]
 pub fn bitwise_and_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2586)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2592)
 #[inline]
 pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_::call(self_, other)
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2591)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2597)
 #[inline]
 pub fn bitwise_and_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2596)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2602)
 #[inline]
 pub fn bitwise_and_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2600)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2606)
 #[inline]
 pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor::call(self_, other)
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2605)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2611)
 #[inline]
 pub fn bitwise_or_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar::call(self_, other)
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2610)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2616)
 #[inline]
 pub fn bitwise_or_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2614)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2620)
 #[inline]
 pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_::call(self_, other)
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2619)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2625)
 #[inline]
 pub fn bitwise_or_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_::call(self_, other)
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2624)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2630)
 #[inline]
 pub fn bitwise_or_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2628)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2634)
 #[inline]
 pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2633)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2639)
 #[inline]
 pub fn bitwise_xor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2638)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2644)
 #[inline]
 pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2642)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2648)
 #[inline]
 pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_::call(self_, other)
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2647)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2653)
 #[inline]
 pub fn bitwise_xor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_::call(self_, other)
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2652)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2658)
 #[inline]
 pub fn bitwise_xor_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2656)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2662)
 #[inline]
 pub fn bitwise_left_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2661)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2667)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2666)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
 #[inline]
 pub fn bitwise_left_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2670)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2676)
 #[inline]
 pub fn bitwise_left_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2675)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2681)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2680)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2686)
 #[inline]
 pub fn bitwise_left_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2684)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2690)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2688)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2694)
 #[inline]
 pub fn bitwise_right_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2693)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2699)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2698)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2704)
 #[inline]
 pub fn bitwise_right_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2702)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2708)
 #[inline]
 pub fn bitwise_right_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2707)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2713)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2712)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2718)
 #[inline]
 pub fn bitwise_right_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2716)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2722)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2720)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2726)
 #[inline]
 pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_or::call(self_, other)
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2725)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2731)
 #[inline]
 pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_xor::call(self_, other)
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2730)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2736)
 #[inline]
 pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean::call(self_, unbiased)
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2734)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2740)
 #[inline]
 pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2738)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2744)
 #[inline]
 pub fn var_mean_correction(
     self_: &Tensor,
@@ -4131,19 +4131,19 @@ pub fn var_mean_correction(
     crate::handles::var_mean_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2742)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2748)
 #[inline]
 pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean::call(self_, unbiased)
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2746)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2752)
 #[inline]
 pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2750)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2756)
 #[inline]
 pub fn std_mean_correction(
     self_: &Tensor,
@@ -4154,175 +4154,175 @@ pub fn std_mean_correction(
     crate::handles::std_mean_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2755)
+/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2761)
 #[inline]
 pub fn atleast_1d(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atleast_1d::call(self_)
 }
 
-/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2759)
+/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2765)
 #[inline]
 pub fn atleast_2d(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atleast_2d::call(self_)
 }
 
-/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2763)
+/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2769)
 #[inline]
 pub fn atleast_3d(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atleast_3d::call(self_)
 }
 
-/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2767)
+/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2773)
 #[inline]
 pub fn atleast_1d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::atleast_1d_sequence::call(tensors)
 }
 
-/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2771)
+/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2777)
 #[inline]
 pub fn atleast_2d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::atleast_2d_sequence::call(tensors)
 }
 
-/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2775)
+/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2781)
 #[inline]
 pub fn atleast_3d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::atleast_3d_sequence::call(tensors)
 }
 
-/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2779)
+/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2785)
 #[inline]
 pub fn mt(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mt::call(self_)
 }
 
-/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2783)
+/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2789)
 #[inline]
 pub fn mh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mh::call(self_)
 }
 
-/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2787)
+/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2793)
 #[inline]
 pub fn matrix_h(self_: &Tensor) -> Result<Tensor> {
     crate::handles::matrix_h::call(self_)
 }
 
-/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2791)
+/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2797)
 #[inline]
 pub fn numpy_t(self_: &Tensor) -> Result<Tensor> {
     crate::handles::numpy_t::call(self_)
 }
 
-/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2795)
+/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2801)
 #[inline]
 pub fn ravel(self_: &Tensor) -> Result<Tensor> {
     crate::handles::ravel::call(self_)
 }
 
-/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2799)
+/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2805)
 #[inline]
 pub fn flipud(self_: &Tensor) -> Result<Tensor> {
     crate::handles::flipud::call(self_)
 }
 
-/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2803)
+/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2809)
 #[inline]
 pub fn fliplr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::fliplr::call(self_)
 }
 
-/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2807)
+/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2813)
 #[inline]
 pub fn hstack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::hstack::call(tensors)
 }
 
-/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2811)
+/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2817)
 #[inline]
 pub fn vstack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::vstack::call(tensors)
 }
 
-/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2815)
+/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2821)
 #[inline]
 pub fn dstack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::dstack::call(tensors)
 }
 
-/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2819)
+/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2825)
 #[inline]
 pub fn column_stack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::column_stack::call(tensors)
 }
 
-/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2823)
+/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2829)
 #[inline]
 pub fn positive(self_: &Tensor) -> Result<Tensor> {
     crate::handles::positive::call(self_)
 }
 
-/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2827)
+/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2833)
 #[inline]
 pub fn resolve_neg(self_: &Tensor) -> Result<Tensor> {
     crate::handles::resolve_neg::call(self_)
 }
 
-/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2831)
+/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2837)
 #[inline]
 pub fn resolve_conj(self_: &Tensor) -> Result<Tensor> {
     crate::handles::resolve_conj::call(self_)
 }
 
-/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2835)
+/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2841)
 #[inline]
 pub fn conj_physical(self_: &Tensor) -> Result<Tensor> {
     crate::handles::conj_physical::call(self_)
 }
 
-/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2839)
+/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2845)
 #[inline]
 pub fn real(self_: &Tensor) -> Result<Tensor> {
     crate::handles::real::call(self_)
 }
 
-/// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2844)
+/// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2850)
 #[inline]
 pub fn imag(self_: &Tensor) -> Result<Tensor> {
     crate::handles::imag::call(self_)
 }
 
-/// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2849)
+/// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2855)
 #[inline]
 pub fn conj(self_: &Tensor) -> Result<Tensor> {
     crate::handles::conj::call(self_)
 }
 
-/// `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2855)
+/// `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2861)
 #[inline]
 pub fn view_as_real(self_: &Tensor) -> Result<Tensor> {
     crate::handles::view_as_real::call(self_)
 }
 
-/// `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2859)
+/// `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2865)
 #[inline]
 pub fn view_as_complex(self_: &Tensor) -> Result<Tensor> {
     crate::handles::view_as_complex::call(self_)
 }
 
-/// `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2863)
+/// `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2869)
 #[inline]
 pub fn complex(real: &Tensor, imag: &Tensor) -> Result<Tensor> {
     crate::handles::complex::call(real, imag)
 }
 
-/// `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2867)
+/// `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2873)
 #[inline]
 pub fn polar(abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
     crate::handles::polar::call(abs, angle)
 }
 
-/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2872)
+/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2878)
 #[inline]
 pub fn stft(
     self_: &Tensor,
@@ -4348,7 +4348,7 @@ pub fn stft(
     )
 }
 
-/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2877)
+/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2883)
 #[inline]
 pub fn stft_center(
     self_: &Tensor,
@@ -4378,7 +4378,7 @@ pub fn stft_center(
     )
 }
 
-/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2882)
+/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2888)
 #[inline]
 pub fn istft(
     self_: &Tensor,
@@ -4406,199 +4406,199 @@ pub fn istft(
     )
 }
 
-/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2887)
+/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2893)
 #[inline]
 pub fn _fft_c2c(self_: &Tensor, dim: &[i64], normalization: i64, forward: bool) -> Result<Tensor> {
     crate::handles::_fft_c2c::call(self_, dim, normalization, forward)
 }
 
-/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2891)
+/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2897)
 #[inline]
 pub fn _fft_r2c(self_: &Tensor, dim: &[i64], normalization: i64, onesided: bool) -> Result<Tensor> {
     crate::handles::_fft_r2c::call(self_, dim, normalization, onesided)
 }
 
-/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2895)
+/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2901)
 #[inline]
 pub fn _fft_c2r(self_: &Tensor, dim: &[i64], normalization: i64, last_dim_size: i64) -> Result<Tensor> {
     crate::handles::_fft_c2r::call(self_, dim, normalization, last_dim_size)
 }
 
-/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2899)
+/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2905)
 #[inline]
 pub fn fft_fft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fft::call(self_, n, dim, norm)
 }
 
-/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2903)
+/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2909)
 #[inline]
 pub fn fft_ifft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifft::call(self_, n, dim, norm)
 }
 
-/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2907)
+/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2913)
 #[inline]
 pub fn fft_rfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfft::call(self_, n, dim, norm)
 }
 
-/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2911)
+/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2917)
 #[inline]
 pub fn fft_ihfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfft::call(self_, n, dim, norm)
 }
 
-/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2915)
+/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2921)
 #[inline]
 pub fn fft_fft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fft2::call(self_, s, dim, norm)
 }
 
-/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2919)
+/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2925)
 #[inline]
 pub fn fft_ifft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifft2::call(self_, s, dim, norm)
 }
 
-/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2923)
+/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2929)
 #[inline]
 pub fn fft_rfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2927)
+/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2933)
 #[inline]
 pub fn fft_ihfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2931)
+/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2937)
 #[inline]
 pub fn fft_fftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fftn::call(self_, s, dim, norm)
 }
 
-/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2935)
+/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
 #[inline]
 pub fn fft_ifftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifftn::call(self_, s, dim, norm)
 }
 
-/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2939)
+/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
 #[inline]
 pub fn fft_rfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2943)
+/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
 #[inline]
 pub fn fft_ihfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfftn::call(self_, s, dim, norm)
 }
 
-/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2947)
+/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2953)
 #[inline]
 pub fn isreal(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isreal::call(self_)
 }
 
-/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2951)
+/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2957)
 #[inline]
 pub fn broadcast_tensors(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::broadcast_tensors::call(tensors)
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2955)
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2961)
 #[inline]
 pub fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::view_copy::call(self_, size)
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2959)
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2965)
 #[inline]
 pub fn unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::unsqueeze_copy::call(self_, dim)
 }
 
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2963)
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2969)
 #[inline]
 pub fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     crate::handles::unfold_copy::call(self_, dimension, size, step)
 }
 
-/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2967)
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2973)
 #[inline]
 pub fn unbind_copy(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unbind_copy_int::call(self_, dim)
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2971)
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2977)
 #[inline]
 pub fn transpose_copy(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     crate::handles::transpose_copy_int::call(self_, dim0, dim1)
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2975)
+/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2981)
 #[inline]
 pub fn permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::permute_copy::call(self_, dims)
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2979)
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2985)
 #[inline]
 pub fn expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
     crate::handles::expand_copy::call(self_, size, implicit)
 }
 
-/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2983)
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2989)
 #[inline]
 pub fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diagonal_copy::call(self_, offset, dim1, dim2)
 }
 
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2987)
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2993)
 #[inline]
 pub fn as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
     crate::handles::as_strided_copy::call(self_, size, stride, storage_offset)
 }
 
-/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2991)
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2997)
 #[inline]
 pub fn split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_with_sizes_copy::call(self_, split_sizes, dim)
 }
 
-/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2995)
+/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3001)
 #[inline]
 pub fn t_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::t_copy::call(self_)
 }
 
-/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2999)
+/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3005)
 #[inline]
 pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::alias_copy::call(self_)
 }
 
-/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3003)
+/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3009)
 #[inline]
 pub fn squeeze_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::squeeze_copy::call(self_)
 }
 
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3007)
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3013)
 #[inline]
 pub fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::squeeze_copy_dim::call(self_, dim)
 }
 
-/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3011)
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3017)
 #[inline]
 pub fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     crate::handles::narrow_copy::call(self_, dim, start, length)
 }
 
-/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3015)
+/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3021)
 #[inline]
 pub fn new_zeros(
     self_: &Tensor,
@@ -4611,7 +4611,7 @@ pub fn new_zeros(
     crate::handles::new_zeros::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3019)
+/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3025)
 #[inline]
 pub fn new_ones(
     self_: &Tensor,
@@ -4624,7 +4624,7 @@ pub fn new_ones(
     crate::handles::new_ones::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3023)
+/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3029)
 #[inline]
 pub fn new_empty(
     self_: &Tensor,
@@ -4637,7 +4637,7 @@ pub fn new_empty(
     crate::handles::new_empty::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3027)
+/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3033)
 #[inline]
 pub fn new_full(
     self_: &Tensor,
@@ -4651,7 +4651,7 @@ pub fn new_full(
     crate::handles::new_full::call(self_, size, fill_value, dtype, layout, device, pin_memory)
 }
 
-/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3031)
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3037)
 #[inline]
 pub fn new_empty_strided(
     self_: &Tensor,
@@ -4665,7 +4665,7 @@ pub fn new_empty_strided(
     crate::handles::new_empty_strided::call(self_, size, stride, dtype, layout, device, pin_memory)
 }
 
-/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3035)
+/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3041)
 #[inline]
 pub fn empty_permuted(
     size: &[i64],
@@ -4678,7 +4678,7 @@ pub fn empty_permuted(
     crate::handles::empty_permuted::call(size, physical_layout, dtype, layout, device, pin_memory)
 }
 
-/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3039)
+/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3045)
 #[inline]
 pub fn scalar_tensor(
     s: Scalar,
@@ -4690,277 +4690,277 @@ pub fn scalar_tensor(
     crate::handles::scalar_tensor::call(s, dtype, layout, device, pin_memory)
 }
 
-/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3043)
+/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3049)
 #[inline]
 pub fn min_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::min_other::call(self_, other)
 }
 
-/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3047)
+/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3053)
 #[inline]
 pub fn max_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::max_other::call(self_, other)
 }
 
-/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3051)
+/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3057)
 #[inline]
 pub fn rad2deg(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rad2deg::call(self_)
 }
 
-/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3055)
+/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3061)
 #[inline]
 pub fn deg2rad(self_: &Tensor) -> Result<Tensor> {
     crate::handles::deg2rad::call(self_)
 }
 
-/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3059)
+/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3065)
 #[inline]
 pub fn signbit(self_: &Tensor) -> Result<Tensor> {
     crate::handles::signbit::call(self_)
 }
 
-/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3063)
+/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3069)
 #[inline]
 pub fn logaddexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logaddexp::call(self_, other)
 }
 
-/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3067)
+/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3073)
 #[inline]
 pub fn logaddexp2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logaddexp2::call(self_, other)
 }
 
-/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3071)
+/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3077)
 #[inline]
 pub fn sinc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinc::call(self_)
 }
 
-/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3075)
+/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3081)
 #[inline]
 pub fn xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::xlogy_tensor::call(self_, other)
 }
 
-/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3079)
+/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3085)
 #[inline]
 pub fn xlogy_scalar_self(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::xlogy_scalar_self::call(self_, other)
 }
 
-/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3083)
+/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3089)
 #[inline]
 pub fn xlogy_scalar_other(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::xlogy_scalar_other::call(self_, other)
 }
 
-/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3087)
+/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3093)
 #[inline]
 pub fn special_xlog1py(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_xlog1py::call(self_, other)
 }
 
-/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3091)
+/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3097)
 #[inline]
 pub fn special_xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_xlogy::call(self_, other)
 }
 
-/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3095)
+/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3101)
 #[inline]
 pub fn heaviside(self_: &Tensor, values: &Tensor) -> Result<Tensor> {
     crate::handles::heaviside::call(self_, values)
 }
 
-/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3099)
+/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3105)
 #[inline]
 pub fn float_power(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::float_power_tensor_tensor::call(self_, exponent)
 }
 
-/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3103)
+/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3109)
 #[inline]
 pub fn float_power_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     crate::handles::float_power_tensor_scalar::call(self_, exponent)
 }
 
-/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3107)
+/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3113)
 #[inline]
 pub fn float_power_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::float_power_scalar::call(self_, exponent)
 }
 
-/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3111)
+/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3117)
 #[inline]
 pub fn ldexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::ldexp_tensor::call(self_, other)
 }
 
-/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3115)
+/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3121)
 #[inline]
 pub fn isclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
     crate::handles::isclose::call(self_, other, rtol, atol, equal_nan)
 }
 
-/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3119)
+/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3125)
 #[inline]
 pub fn hardshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
     crate::handles::hardshrink::call(self_, lambd)
 }
 
-/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3123)
+/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3129)
 #[inline]
 pub fn softshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
     crate::handles::softshrink::call(self_, lambd)
 }
 
-/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3127)
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3133)
 #[inline]
 pub fn prod_op(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::prod::call(self_, dtype)
 }
 
-/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3131)
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3137)
 #[inline]
 pub fn var_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
     crate::handles::var_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3135)
+/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3141)
 #[inline]
 pub fn var_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
     crate::handles::var::call(self_, unbiased)
 }
 
-/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3139)
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3145)
 #[inline]
 pub fn std_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
     crate::handles::std_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3143)
+/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3149)
 #[inline]
 pub fn std_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
     crate::handles::std::call(self_, unbiased)
 }
 
-/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3147)
+/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3153)
 #[inline]
 pub fn nansum(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::nansum::call(self_, dim, keepdim, dtype)
 }
 
-/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3151)
+/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3157)
 #[inline]
 pub fn nanmean(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::nanmean::call(self_, dim, keepdim, dtype)
 }
 
-/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3155)
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3161)
 #[inline]
 pub fn aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::aminmax::call(self_, dim, keepdim)
 }
 
-/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3159)
+/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3165)
 #[inline]
 pub fn logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::logcumsumexp::call(self_, dim)
 }
 
-/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3163)
+/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3169)
 #[inline]
 pub fn trace(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trace::call(self_)
 }
 
-/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3167)
+/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3173)
 #[inline]
 pub fn sum_to_size(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::sum_to_size::call(self_, size)
 }
 
-/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3171)
+/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3177)
 #[inline]
 pub fn inner(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::inner::call(self_, other)
 }
 
-/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3175)
+/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3181)
 #[inline]
 pub fn addmv(self_: &Tensor, mat: &Tensor, vec: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addmv::call(self_, mat, vec, beta, alpha)
 }
 
-/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3179)
+/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3185)
 #[inline]
 pub fn addr(self_: &Tensor, vec1: &Tensor, vec2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addr::call(self_, vec1, vec2, beta, alpha)
 }
 
-/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3183)
+/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3189)
 #[inline]
 pub fn linalg_cross(self_: &Tensor, other: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::linalg_cross::call(self_, other, dim)
 }
 
-/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3187)
+/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3193)
 #[inline]
 pub fn cross(self_: &Tensor, other: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::cross::call(self_, other, dim)
 }
 
-/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3191)
+/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3197)
 #[inline]
 pub fn kron(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::kron::call(self_, other)
 }
 
-/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3195)
+/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3201)
 #[inline]
 pub fn dist(self_: &Tensor, other: &Tensor, p: Scalar) -> Result<Tensor> {
     crate::handles::dist::call(self_, other, p)
 }
 
-/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3199)
+/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3205)
 #[inline]
 pub fn pairwise_distance(x1: &Tensor, x2: &Tensor, p: f64, eps: f64, keepdim: bool) -> Result<Tensor> {
     crate::handles::pairwise_distance::call(x1, x2, p, eps, keepdim)
 }
 
-/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3203)
+/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3209)
 #[inline]
 pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
     crate::handles::cosine_similarity::call(x1, x2, dim, eps)
 }
 
-/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3207)
+/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3213)
 #[inline]
 pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Result<Tensor> {
     crate::handles::cdist::call(x1, x2, p, compute_mode)
 }
 
-/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3211)
+/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3217)
 #[inline]
 pub fn pdist(self_: &Tensor, p: f64) -> Result<Tensor> {
     crate::handles::pdist::call(self_, p)
 }
 
-/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3215)
+/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3221)
 #[inline]
 pub fn soft_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::soft_margin_loss::call(self_, target, reduction)
 }
 
-/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3219)
+/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3225)
 #[inline]
 pub fn hinge_embedding_loss(self_: &Tensor, target: &Tensor, margin: f64, reduction: i64) -> Result<Tensor> {
     crate::handles::hinge_embedding_loss::call(self_, target, margin, reduction)
 }
 
-/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3223)
+/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3229)
 #[inline]
 pub fn poisson_nll_loss(
     input: &Tensor,
@@ -4973,19 +4973,19 @@ pub fn poisson_nll_loss(
     crate::handles::poisson_nll_loss::call(input, target, log_input, full, eps, reduction)
 }
 
-/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3227)
+/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3233)
 #[inline]
 pub fn rms_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::rms_norm::call(input, normalized_shape, weight, eps)
 }
 
-/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3231)
+/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3237)
 #[inline]
 pub fn channel_shuffle(self_: &Tensor, groups: i64) -> Result<Tensor> {
     crate::handles::channel_shuffle::call(self_, groups)
 }
 
-/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3235)
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3241)
 #[inline]
 pub fn linalg_vector_norm(
     self_: &Tensor,
@@ -4997,91 +4997,91 @@ pub fn linalg_vector_norm(
     crate::handles::linalg_vector_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3239)
+/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3245)
 #[inline]
 pub fn linalg_diagonal(a_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::linalg_diagonal::call(a_, offset, dim1, dim2)
 }
 
-/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3243)
+/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3249)
 #[inline]
 pub fn diagflat(self_: &Tensor, offset: i64) -> Result<Tensor> {
     crate::handles::diagflat::call(self_, offset)
 }
 
-/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3247)
+/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3253)
 #[inline]
 pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::block_diag::call(tensors)
 }
 
-/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3251)
+/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3257)
 #[inline]
 pub fn cartesian_prod(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::cartesian_prod::call(tensors)
 }
 
-/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3255)
+/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3261)
 #[inline]
 pub fn combinations(self_: &Tensor, r_: i64, with_replacement: bool) -> Result<Tensor> {
     crate::handles::combinations::call(self_, r_, with_replacement)
 }
 
-/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3259)
+/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3265)
 #[inline]
 pub fn diff(self_: &Tensor, n: i64, dim: i64, prepend: Option<&Tensor>, append: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::diff::call(self_, n, dim, prepend, append)
 }
 
-/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3263)
+/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3269)
 #[inline]
 pub fn trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::trapezoid_x::call(y, x, dim)
 }
 
-/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3267)
+/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3273)
 #[inline]
 pub fn trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
     crate::handles::trapezoid_dx::call(y, dx, dim)
 }
 
-/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3271)
+/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3277)
 #[inline]
 pub fn trapz(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::trapz_x::call(y, x, dim)
 }
 
-/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3275)
+/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3281)
 #[inline]
 pub fn trapz_dx(y: &Tensor, dx: f64, dim: i64) -> Result<Tensor> {
     crate::handles::trapz_dx::call(y, dx, dim)
 }
 
-/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3279)
+/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3285)
 #[inline]
 pub fn cumulative_trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::cumulative_trapezoid_x::call(y, x, dim)
 }
 
-/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3283)
+/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3289)
 #[inline]
 pub fn cumulative_trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
     crate::handles::cumulative_trapezoid_dx::call(y, dx, dim)
 }
 
-/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3287)
+/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3293)
 #[inline]
 pub fn tensor_split(self_: &Tensor, sections: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::tensor_split_sections::call(self_, sections, dim)
 }
 
-/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3291)
+/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3297)
 #[inline]
 pub fn tensor_split_indices(self_: &Tensor, indices: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::tensor_split_indices::call(self_, indices, dim)
 }
 
-/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3295)
+/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3301)
 #[inline]
 pub fn tensor_split_tensor_indices_or_sections(
     self_: &Tensor,
@@ -5091,79 +5091,79 @@ pub fn tensor_split_tensor_indices_or_sections(
     crate::handles::tensor_split_tensor_indices_or_sections::call(self_, tensor_indices_or_sections, dim)
 }
 
-/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3299)
+/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3305)
 #[inline]
 pub fn hsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_int::call(self_, sections)
 }
 
-/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3303)
+/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3309)
 #[inline]
 pub fn vsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_int::call(self_, sections)
 }
 
-/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3307)
+/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3313)
 #[inline]
 pub fn dsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_int::call(self_, sections)
 }
 
-/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3311)
+/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3317)
 #[inline]
 pub fn hsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_array::call(self_, indices)
 }
 
-/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3315)
+/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3321)
 #[inline]
 pub fn vsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_array::call(self_, indices)
 }
 
-/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3319)
+/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3325)
 #[inline]
 pub fn dsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_array::call(self_, indices)
 }
 
-/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3323)
+/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3329)
 #[inline]
 pub fn unsafe_split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unsafe_split_tensor::call(self_, split_size, dim)
 }
 
-/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3327)
+/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3333)
 #[inline]
 pub fn unsafe_chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unsafe_chunk::call(self_, chunks, dim)
 }
 
-/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3331)
+/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3337)
 #[inline]
 pub fn take_along_dim(self_: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::take_along_dim::call(self_, indices, dim)
 }
 
-/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3335)
+/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3341)
 #[inline]
 pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
     crate::handles::argwhere::call(self_)
 }
 
-/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3339)
+/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3345)
 #[inline]
 pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
     crate::handles::narrow_tensor::call(self_, dim, start, length)
 }
 
-/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3343)
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3349)
 #[inline]
 pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::masked_fill_tensor::call(self_, mask, value)
 }
 
-/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3347)
+/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3353)
 #[inline]
 pub fn logspace(
     start: Scalar,
@@ -5178,229 +5178,229 @@ pub fn logspace(
     crate::handles::logspace::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3353)
+/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3359)
 #[inline]
 pub fn lgamma(self_: &Tensor) -> Result<Tensor> {
     crate::handles::lgamma::call(self_)
 }
 
-/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3357)
+/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3363)
 #[inline]
 pub fn digamma(self_: &Tensor) -> Result<Tensor> {
     crate::handles::digamma::call(self_)
 }
 
-/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3361)
+/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3367)
 #[inline]
 pub fn i0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::i0::call(self_)
 }
 
-/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3365)
+/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3371)
 #[inline]
 pub fn special_i0e(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i0e::call(self_)
 }
 
-/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3369)
+/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3375)
 #[inline]
 pub fn special_i1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i1::call(self_)
 }
 
-/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3373)
+/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3379)
 #[inline]
 pub fn special_i1e(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i1e::call(self_)
 }
 
-/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3377)
+/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3383)
 #[inline]
 pub fn special_erfcx(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_erfcx::call(self_)
 }
 
-/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3381)
+/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3387)
 #[inline]
 pub fn special_ndtr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_ndtr::call(self_)
 }
 
-/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3385)
+/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3391)
 #[inline]
 pub fn special_ndtri(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_ndtri::call(self_)
 }
 
-/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3389)
+/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3395)
 #[inline]
 pub fn special_log_ndtr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_log_ndtr::call(self_)
 }
 
-/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3393)
+/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3399)
 #[inline]
 pub fn special_entr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_entr::call(self_)
 }
 
-/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3397)
+/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3403)
 #[inline]
 pub fn special_bessel_j0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j0::call(self_)
 }
 
-/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3401)
+/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3407)
 #[inline]
 pub fn special_bessel_j1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j1::call(self_)
 }
 
-/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3405)
+/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3411)
 #[inline]
 pub fn special_bessel_y0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y0::call(self_)
 }
 
-/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3409)
+/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3415)
 #[inline]
 pub fn special_bessel_y1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y1::call(self_)
 }
 
-/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3413)
+/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3419)
 #[inline]
 pub fn special_modified_bessel_i0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i0::call(self_)
 }
 
-/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3417)
+/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3423)
 #[inline]
 pub fn special_modified_bessel_i1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i1::call(self_)
 }
 
-/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3421)
+/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3427)
 #[inline]
 pub fn special_modified_bessel_k0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k0::call(self_)
 }
 
-/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3425)
+/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3431)
 #[inline]
 pub fn special_modified_bessel_k1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k1::call(self_)
 }
 
-/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3429)
+/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3435)
 #[inline]
 pub fn special_scaled_modified_bessel_k0(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k0::call(x)
 }
 
-/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3433)
+/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3439)
 #[inline]
 pub fn special_scaled_modified_bessel_k1(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k1::call(x)
 }
 
-/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3437)
+/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3443)
 #[inline]
 pub fn special_spherical_bessel_j0(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_spherical_bessel_j0::call(x)
 }
 
-/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3441)
+/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3447)
 #[inline]
 pub fn polygamma(n: i64, self_: &Tensor) -> Result<Tensor> {
     crate::handles::polygamma::call(n, self_)
 }
 
-/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3445)
+/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3451)
 #[inline]
 pub fn special_zeta(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_zeta::call(self_, other)
 }
 
-/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3449)
+/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3455)
 #[inline]
 pub fn special_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_t::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3453)
+/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3459)
 #[inline]
 pub fn special_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_u::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3457)
+/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3463)
 #[inline]
 pub fn special_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_v::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3461)
+/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3467)
 #[inline]
 pub fn special_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_w::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3465)
+/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3471)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_t::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3469)
+/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3475)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_u::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3473)
+/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3479)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_v::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3477)
+/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3483)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_w::call(x, n)
 }
 
-/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3481)
+/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3487)
 #[inline]
 pub fn special_hermite_polynomial_h(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_h::call(x, n)
 }
 
-/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3485)
+/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3491)
 #[inline]
 pub fn special_hermite_polynomial_he(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_he::call(x, n)
 }
 
-/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3489)
+/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3495)
 #[inline]
 pub fn special_laguerre_polynomial_l(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_laguerre_polynomial_l::call(x, n)
 }
 
-/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3493)
+/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3499)
 #[inline]
 pub fn special_legendre_polynomial_p(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_legendre_polynomial_p::call(x, n)
 }
 
-/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3497)
+/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3503)
 #[inline]
 pub fn mvlgamma(self_: &Tensor, p: i64) -> Result<Tensor> {
     crate::handles::mvlgamma::call(self_, p)
 }
 
-/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3503)
+/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3509)
 #[inline]
 pub fn _convolution(
     input: &Tensor,
@@ -5434,7 +5434,7 @@ pub fn _convolution(
     )
 }
 
-/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3507)
+/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3513)
 #[inline]
 pub fn _convolution_mode(
     input: &Tensor,
@@ -5448,7 +5448,7 @@ pub fn _convolution_mode(
     crate::handles::_convolution_mode::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3511)
+/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3517)
 #[inline]
 pub fn upsample_linear1d(
     input: &Tensor,
@@ -5459,7 +5459,7 @@ pub fn upsample_linear1d(
     crate::handles::upsample_linear1d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3515)
+/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3521)
 #[inline]
 pub fn upsample_linear1d_op(
     self_: &Tensor,
@@ -5470,31 +5470,31 @@ pub fn upsample_linear1d_op(
     crate::handles::upsample_linear1d::call(self_, output_size, align_corners, scales)
 }
 
-/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3519)
+/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3525)
 #[inline]
 pub fn lerp_tensor(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::lerp_tensor::call(self_, end, weight)
 }
 
-/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3523)
+/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3529)
 #[inline]
 pub fn angle(self_: &Tensor) -> Result<Tensor> {
     crate::handles::angle::call(self_)
 }
 
-/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3527)
+/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3533)
 #[inline]
 pub fn isin(elements: &Tensor, test_elements: &Tensor, assume_unique: bool, invert: bool) -> Result<Tensor> {
     crate::handles::isin_tensor_tensor::call(elements, test_elements, assume_unique, invert)
 }
 
-/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3531)
+/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3537)
 #[inline]
 pub fn bucketize(self_: &Tensor, boundaries: &Tensor, out_int32: bool, right: bool) -> Result<Tensor> {
     crate::handles::bucketize_tensor::call(self_, boundaries, out_int32, right)
 }
 
-/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3535)
+/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3541)
 #[inline]
 pub fn searchsorted(
     sorted_sequence: &Tensor,
@@ -5507,55 +5507,55 @@ pub fn searchsorted(
     crate::handles::searchsorted_tensor::call(sorted_sequence, self_, out_int32, right, side, sorter)
 }
 
-/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3539)
+/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3545)
 #[inline]
 pub fn msort(self_: &Tensor) -> Result<Tensor> {
     crate::handles::msort::call(self_)
 }
 
-/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3543)
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3549)
 #[inline]
 pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     crate::handles::any_dims::call(self_, dim, keepdim)
 }
 
-/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3547)
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3553)
 #[inline]
 pub fn all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     crate::handles::all_dims::call(self_, dim, keepdim)
 }
 
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3551)
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3557)
 #[inline]
 pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     crate::handles::select_scatter::call(self_, src, dim, index)
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3555)
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3561)
 #[inline]
 pub fn diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diagonal_scatter::call(self_, src, offset, dim1, dim2)
 }
 
-/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3559)
+/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3565)
 #[inline]
 pub fn put(self_: &Tensor, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::put::call(self_, index, source, accumulate)
 }
 
-/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3563)
+/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3569)
 #[inline]
 pub fn nonzero_static(self_: &Tensor, size: i64, fill_value: i64) -> Result<Tensor> {
     crate::handles::nonzero_static::call(self_, size, fill_value)
 }
 
-/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3567)
+/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3573)
 #[inline]
 pub fn _safe_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_safe_softmax::call(self_, dim, dtype)
 }
 
-/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3571)
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3577)
 #[inline]
 pub fn _softmax_backward_data(
     grad_output: &Tensor,
@@ -5566,49 +5566,49 @@ pub fn _softmax_backward_data(
     crate::handles::_softmax_backward_data::call(grad_output, output, dim, input_dtype)
 }
 
-/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3575)
+/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3581)
 #[inline]
 pub fn native_dropout_backward(grad_output: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
     crate::handles::native_dropout_backward::call(grad_output, mask, scale)
 }
 
-/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3579)
+/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3585)
 #[inline]
 pub fn bilinear(input1: &Tensor, input2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::bilinear::call(input1, input2, weight, bias)
 }
 
-/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3583)
+/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3589)
 #[inline]
 pub fn cov(self_: &Tensor, correction: i64, fweights: Option<&Tensor>, aweights: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::cov::call(self_, correction, fweights, aweights)
 }
 
-/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3587)
+/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3593)
 #[inline]
 pub fn corrcoef(self_: &Tensor) -> Result<Tensor> {
     crate::handles::corrcoef::call(self_)
 }
 
-/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3591)
+/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3597)
 #[inline]
 pub fn renorm(self_: &Tensor, p: Scalar, dim: i64, maxnorm: Scalar) -> Result<Tensor> {
     crate::handles::renorm::call(self_, p, dim, maxnorm)
 }
 
-/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3595)
+/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3601)
 #[inline]
 pub fn bincount(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
     crate::handles::bincount::call(self_, weights, minlength)
 }
 
-/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3599)
+/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3605)
 #[inline]
 pub fn histc(self_: &Tensor, bins: i64, min: Scalar, max: Scalar) -> Result<Tensor> {
     crate::handles::histc::call(self_, bins, min, max)
 }
 
-/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3603)
+/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3609)
 #[inline]
 pub fn triu_indices(
     row: i64,
@@ -5622,7 +5622,7 @@ pub fn triu_indices(
     crate::handles::triu_indices::call(row, col, offset, dtype, layout, device, pin_memory)
 }
 
-/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3607)
+/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3613)
 #[inline]
 pub fn tril_indices(
     row: i64,
@@ -5636,7 +5636,7 @@ pub fn tril_indices(
     crate::handles::tril_indices::call(row, col, offset, dtype, layout, device, pin_memory)
 }
 
-/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3611)
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3617)
 #[inline]
 pub fn _native_batch_norm_legit(
     input: &Tensor,
@@ -5660,7 +5660,7 @@ pub fn _native_batch_norm_legit(
     )
 }
 
-/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3615)
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3621)
 #[inline]
 pub fn _native_batch_norm_legit_no_stats(
     input: &Tensor,
@@ -5673,7 +5673,7 @@ pub fn _native_batch_norm_legit_no_stats(
     crate::handles::_native_batch_norm_legit_no_stats::call(input, weight, bias, training, momentum, eps)
 }
 
-/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3619)
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3625)
 #[inline]
 pub fn _batch_norm_with_update(
     input: &Tensor,
@@ -5687,61 +5687,61 @@ pub fn _batch_norm_with_update(
     crate::handles::_batch_norm_with_update::call(input, weight, bias, running_mean, running_var, momentum, eps)
 }
 
-/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3625)
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3631)
 #[inline]
 pub fn fft_fftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_fftshift::call(self_, dim)
 }
 
-/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3629)
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3635)
 #[inline]
 pub fn fft_ifftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_ifftshift::call(self_, dim)
 }
 
-/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3633)
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3639)
 #[inline]
 pub fn linalg_vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::linalg_vecdot::call(x, y, dim)
 }
 
-/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3637)
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3643)
 #[inline]
 pub fn linalg_vander(x: &Tensor, n: Option<i64>) -> Result<Tensor> {
     crate::handles::linalg_vander::call(x, n)
 }
 
-/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3641)
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3647)
 #[inline]
 pub fn linalg_multi_dot(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::linalg_multi_dot::call(tensors)
 }
 
-/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3645)
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3651)
 #[inline]
 pub fn linalg_matrix_power(self_: &Tensor, n: i64) -> Result<Tensor> {
     crate::handles::linalg_matrix_power::call(self_, n)
 }
 
-/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3649)
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3655)
 #[inline]
 pub fn quantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3653)
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3659)
 #[inline]
 pub fn quantile_scalar(self_: &Tensor, q: f64, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3657)
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3663)
 #[inline]
 pub fn nanquantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::nanquantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3661)
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3667)
 #[inline]
 pub fn nanquantile_scalar(
     self_: &Tensor,
@@ -5753,25 +5753,25 @@ pub fn nanquantile_scalar(
     crate::handles::nanquantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3665)
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3671)
 #[inline]
 pub fn nanmedian(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nanmedian::call(self_)
 }
 
-/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3669)
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3675)
 #[inline]
 pub fn nanmedian_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::nanmedian_dim::call(self_, dim, keepdim)
 }
 
-/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3673)
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3679)
 #[inline]
 pub fn mode(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::mode::call(self_, dim, keepdim)
 }
 
-/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3677)
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3683)
 #[inline]
 pub fn scatter_reduce_two(
     self_: &Tensor,
@@ -5784,7 +5784,7 @@ pub fn scatter_reduce_two(
     crate::handles::scatter_reduce_two::call(self_, dim, index, src, reduce, include_self)
 }
 
-/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3681)
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3687)
 #[inline]
 pub fn index_reduce(
     self_: &Tensor,
@@ -5797,13 +5797,13 @@ pub fn index_reduce(
     crate::handles::index_reduce::call(self_, dim, index, source, reduce, include_self)
 }
 
-/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3687)
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3693)
 #[inline]
 pub fn max_unpool2d(self_: &Tensor, indices: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::max_unpool2d::call(self_, indices, output_size)
 }
 
-/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3691)
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3697)
 #[inline]
 pub fn max_unpool3d(
     self_: &Tensor,
@@ -5815,37 +5815,37 @@ pub fn max_unpool3d(
     crate::handles::max_unpool3d::call(self_, indices, output_size, stride, padding)
 }
 
-/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3695)
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3701)
 #[inline]
 pub fn upsample_nearest1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::upsample_nearest1d::call(self_, output_size, scales)
 }
 
-/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3699)
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3705)
 #[inline]
 pub fn gcd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::gcd::call(self_, other)
 }
 
-/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3703)
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3709)
 #[inline]
 pub fn lcm(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::lcm::call(self_, other)
 }
 
-/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3710)
+/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3716)
 #[inline]
 pub fn linalg_lu_factor_ex(a_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu_factor_ex::call(a_, pivot, check_errors)
 }
 
-/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3714)
+/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3720)
 #[inline]
 pub fn linalg_lu_solve(lu: &Tensor, pivots: &Tensor, b: &Tensor, left: bool, adjoint: bool) -> Result<Tensor> {
     crate::handles::linalg_lu_solve::call(lu, pivots, b, left, adjoint)
 }
 
-/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3718)
+/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3724)
 #[inline]
 pub fn linalg_solve_triangular(
     self_: &Tensor,
@@ -5857,31 +5857,31 @@ pub fn linalg_solve_triangular(
     crate::handles::linalg_solve_triangular::call(self_, b, upper, left, unitriangular)
 }
 
-/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3722)
+/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3728)
 #[inline]
 pub fn linalg_cholesky_ex(self_: &Tensor, upper: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_cholesky_ex::call(self_, upper, check_errors)
 }
 
-/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3726)
+/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3732)
 #[inline]
 pub fn geqrf(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::geqrf::call(self_)
 }
 
-/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3730)
+/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3736)
 #[inline]
 pub fn linalg_qr(a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_qr::call(a_, mode)
 }
 
-/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3734)
+/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3740)
 #[inline]
 pub fn linalg_eigh(self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_eigh::call(self_, uplo)
 }
 
-/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3738)
+/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3744)
 #[inline]
 pub fn _linalg_svd(
     a_: &Tensor,
@@ -5892,25 +5892,25 @@ pub fn _linalg_svd(
     crate::handles::_linalg_svd::call(a_, full_matrices, compute_uv, driver)
 }
 
-/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3742)
+/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3748)
 #[inline]
 pub fn linalg_lu_factor(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_lu_factor::call(a_, pivot)
 }
 
-/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3746)
+/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3752)
 #[inline]
 pub fn _lu_with_info(self_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::_lu_with_info::call(self_, pivot, check_errors)
 }
 
-/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3750)
+/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3756)
 #[inline]
 pub fn linalg_lu(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu::call(a_, pivot)
 }
 
-/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3754)
+/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3760)
 #[inline]
 pub fn lu_unpack(
     lu_data: &Tensor,
@@ -5921,91 +5921,91 @@ pub fn lu_unpack(
     crate::handles::lu_unpack::call(lu_data, lu_pivots, unpack_data, unpack_pivots)
 }
 
-/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3758)
+/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3764)
 #[inline]
 pub fn lu_solve(self_: &Tensor, lu_data: &Tensor, lu_pivots: &Tensor) -> Result<Tensor> {
     crate::handles::lu_solve::call(self_, lu_data, lu_pivots)
 }
 
-/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3762)
+/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3768)
 #[inline]
 pub fn linalg_solve_ex(a_: &Tensor, b: &Tensor, left: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_solve_ex::call(a_, b, left, check_errors)
 }
 
-/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3766)
+/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3772)
 #[inline]
 pub fn linalg_solve(a_: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
     crate::handles::linalg_solve::call(a_, b, left)
 }
 
-/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3770)
+/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3776)
 #[inline]
 pub fn linalg_inv_ex(a_: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_inv_ex::call(a_, check_errors)
 }
 
-/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3774)
+/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3780)
 #[inline]
 pub fn linalg_inv(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_inv::call(a_)
 }
 
-/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3778)
+/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3784)
 #[inline]
 pub fn inverse(self_: &Tensor) -> Result<Tensor> {
     crate::handles::inverse::call(self_)
 }
 
-/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3782)
+/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3788)
 #[inline]
 pub fn linalg_det(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_det::call(a_)
 }
 
-/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3786)
+/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3792)
 #[inline]
 pub fn det(self_: &Tensor) -> Result<Tensor> {
     crate::handles::det::call(self_)
 }
 
-/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3790)
+/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3796)
 #[inline]
 pub fn linalg_slogdet(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_slogdet::call(a_)
 }
 
-/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3794)
+/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3800)
 #[inline]
 pub fn slogdet(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::slogdet::call(self_)
 }
 
-/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3798)
+/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3804)
 #[inline]
 pub fn logdet(self_: &Tensor) -> Result<Tensor> {
     crate::handles::logdet::call(self_)
 }
 
-/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3802)
+/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3808)
 #[inline]
 pub fn linalg_cholesky(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::linalg_cholesky::call(self_, upper)
 }
 
-/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3806)
+/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3812)
 #[inline]
 pub fn cholesky_solve(self_: &Tensor, input2: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_solve::call(self_, input2, upper)
 }
 
-/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3810)
+/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3816)
 #[inline]
 pub fn cholesky_inverse(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_inverse::call(self_, upper)
 }
 
-/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3814)
+/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3820)
 #[inline]
 pub fn triangular_solve(
     self_: &Tensor,
@@ -6017,55 +6017,55 @@ pub fn triangular_solve(
     crate::handles::triangular_solve::call(self_, a_, upper, transpose, unitriangular)
 }
 
-/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3818)
+/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3824)
 #[inline]
 pub fn linalg_householder_product(input: &Tensor, tau: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_householder_product::call(input, tau)
 }
 
-/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3822)
+/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3828)
 #[inline]
 pub fn orgqr(self_: &Tensor, input2: &Tensor) -> Result<Tensor> {
     crate::handles::orgqr::call(self_, input2)
 }
 
-/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3826)
+/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3832)
 #[inline]
 pub fn ormqr(self_: &Tensor, input2: &Tensor, input3: &Tensor, left: bool, transpose: bool) -> Result<Tensor> {
     crate::handles::ormqr::call(self_, input2, input3, left, transpose)
 }
 
-/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3830)
+/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3836)
 #[inline]
 pub fn linalg_svd(a_: &Tensor, full_matrices: bool, driver: Option<&str>) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_svd::call(a_, full_matrices, driver)
 }
 
-/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3834)
+/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3840)
 #[inline]
 pub fn svd(self_: &Tensor, some: bool, compute_uv: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::svd::call(self_, some, compute_uv)
 }
 
-/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3838)
+/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3844)
 #[inline]
 pub fn linalg_svdvals(a_: &Tensor, driver: Option<&str>) -> Result<Tensor> {
     crate::handles::linalg_svdvals::call(a_, driver)
 }
 
-/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3842)
+/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3848)
 #[inline]
 pub fn linalg_eigvalsh(self_: &Tensor, uplo: &str) -> Result<Tensor> {
     crate::handles::linalg_eigvalsh::call(self_, uplo)
 }
 
-/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3846)
+/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3852)
 #[inline]
 pub fn linalg_pinv(self_: &Tensor, rcond: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv::call(self_, rcond, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3850)
+/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3856)
 #[inline]
 pub fn linalg_pinv_atol_rtol_float(
     self_: &Tensor,
@@ -6076,7 +6076,7 @@ pub fn linalg_pinv_atol_rtol_float(
     crate::handles::linalg_pinv_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3854)
+/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3860)
 #[inline]
 pub fn linalg_pinv_atol_rtol_tensor(
     self_: &Tensor,
@@ -6087,31 +6087,31 @@ pub fn linalg_pinv_atol_rtol_tensor(
     crate::handles::linalg_pinv_atol_rtol_tensor::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3858)
+/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3864)
 #[inline]
 pub fn linalg_pinv_rcond_tensor(self_: &Tensor, rcond: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv_rcond_tensor::call(self_, rcond, hermitian)
 }
 
-/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3862)
+/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3868)
 #[inline]
 pub fn pinverse(self_: &Tensor, rcond: f64) -> Result<Tensor> {
     crate::handles::pinverse::call(self_, rcond)
 }
 
-/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3866)
+/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3872)
 #[inline]
 pub fn linalg_matrix_rank(self_: &Tensor, tol: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank::call(self_, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3870)
+/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3876)
 #[inline]
 pub fn linalg_matrix_rank_tol_tensor(input: &Tensor, tol: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank_tol_tensor::call(input, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3874)
+/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3880)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_tensor(
     input: &Tensor,
@@ -6122,7 +6122,7 @@ pub fn linalg_matrix_rank_atol_rtol_tensor(
     crate::handles::linalg_matrix_rank_atol_rtol_tensor::call(input, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3878)
+/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3884)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_float(
     self_: &Tensor,
@@ -6133,7 +6133,7 @@ pub fn linalg_matrix_rank_atol_rtol_float(
     crate::handles::linalg_matrix_rank_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3882)
+/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3888)
 #[inline]
 pub fn linalg_matrix_norm(
     self_: &Tensor,
@@ -6145,7 +6145,7 @@ pub fn linalg_matrix_norm(
     crate::handles::linalg_matrix_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3886)
+/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3892)
 #[inline]
 pub fn linalg_matrix_norm_str_ord(
     self_: &Tensor,
@@ -6157,7 +6157,7 @@ pub fn linalg_matrix_norm_str_ord(
     crate::handles::linalg_matrix_norm_str_ord::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3890)
+/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3896)
 #[inline]
 pub fn linalg_norm(
     self_: &Tensor,
@@ -6169,7 +6169,7 @@ pub fn linalg_norm(
     crate::handles::linalg_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3894)
+/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3900)
 #[inline]
 pub fn linalg_norm_ord_str(
     self_: &Tensor,
@@ -6181,43 +6181,43 @@ pub fn linalg_norm_ord_str(
     crate::handles::linalg_norm_ord_str::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3898)
+/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3904)
 #[inline]
 pub fn linalg_cond(self_: &Tensor, p: Option<Scalar>) -> Result<Tensor> {
     crate::handles::linalg_cond::call(self_, p)
 }
 
-/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3902)
+/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3908)
 #[inline]
 pub fn linalg_cond_p_str(self_: &Tensor, p: &str) -> Result<Tensor> {
     crate::handles::linalg_cond_p_str::call(self_, p)
 }
 
-/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3906)
+/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3912)
 #[inline]
 pub fn linalg_tensorinv(self_: &Tensor, ind: i64) -> Result<Tensor> {
     crate::handles::linalg_tensorinv::call(self_, ind)
 }
 
-/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3910)
+/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3916)
 #[inline]
 pub fn linalg_tensorsolve(self_: &Tensor, other: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::linalg_tensorsolve::call(self_, other, dims)
 }
 
-/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3914)
+/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3920)
 #[inline]
 pub fn linalg_matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_exp::call(self_)
 }
 
-/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3918)
+/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3924)
 #[inline]
 pub fn matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::matrix_exp::call(self_)
 }
 
-/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3922)
+/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3928)
 #[inline]
 pub fn linalg_lstsq(
     self_: &Tensor,
@@ -6228,25 +6228,25 @@ pub fn linalg_lstsq(
     crate::handles::linalg_lstsq::call(self_, b, rcond, driver)
 }
 
-/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3928)
+/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3934)
 #[inline]
 pub fn cauchy_(self_: &Tensor, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::cauchy_::call(self_, median, sigma, generator)
 }
 
-/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3933)
+/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3939)
 #[inline]
 pub fn geometric_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::geometric_::call(self_, p, generator)
 }
 
-/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3938)
+/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3944)
 #[inline]
 pub fn log_normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::log_normal_::call(self_, mean, std, generator)
 }
 
-/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3943)
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3949)
 #[inline]
 pub fn randint_like(
     self_: &Tensor,
@@ -6260,7 +6260,7 @@ pub fn randint_like(
     crate::handles::randint_like::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3947)
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3953)
 #[inline]
 pub fn randint_like_tensor(
     self_: &Tensor,
@@ -6274,7 +6274,7 @@ pub fn randint_like_tensor(
     crate::handles::randint_like_tensor::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3951)
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3957)
 #[inline]
 pub fn randint_like_low_dtype(
     self_: &Tensor,
@@ -6289,7 +6289,7 @@ pub fn randint_like_low_dtype(
     crate::handles::randint_like_low_dtype::call(self_, low, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3955)
+/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3961)
 #[inline]
 pub fn rrelu(
     self_: &Tensor,
@@ -6301,49 +6301,49 @@ pub fn rrelu(
     crate::handles::rrelu::call(self_, lower, upper, training, generator)
 }
 
-/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3961)
+/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3967)
 #[inline]
 pub fn nextafter(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::nextafter::call(self_, other)
 }
 
-/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3966)
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3972)
 #[inline]
 pub fn frexp(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::frexp_tensor::call(self_)
 }
 
-/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3971)
+/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3977)
 #[inline]
 pub fn igamma(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igamma::call(self_, other)
 }
 
-/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3976)
+/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3982)
 #[inline]
 pub fn igammac(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igammac::call(self_, other)
 }
 
-/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3983)
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3989)
 #[inline]
 pub fn item(self_: &Tensor) -> Result<Scalar> {
     crate::handles::item::call(self_)
 }
 
-/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3988)
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3994)
 #[inline]
 pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
     crate::handles::equal::call(self_, other)
 }
 
-/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3993)
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3999)
 #[inline]
 pub fn allclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
     crate::handles::allclose::call(self_, other, rtol, atol, equal_nan)
 }
 
-/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3998)
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4004)
 #[inline]
 pub fn linspace_tensor_tensor(
     start: &Tensor,
@@ -6357,7 +6357,7 @@ pub fn linspace_tensor_tensor(
     crate::handles::linspace_tensor_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4002)
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4008)
 #[inline]
 pub fn logspace_tensor_tensor(
     start: &Tensor,
@@ -6372,7 +6372,7 @@ pub fn logspace_tensor_tensor(
     crate::handles::logspace_tensor_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4006)
+/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4012)
 #[inline]
 pub fn rnn_tanh(
     input: &Tensor,
@@ -6398,7 +6398,7 @@ pub fn rnn_tanh(
     )
 }
 
-/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4010)
+/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4016)
 #[inline]
 pub fn rnn_relu(
     input: &Tensor,
@@ -6424,7 +6424,7 @@ pub fn rnn_relu(
     )
 }
 
-/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4014)
+/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4020)
 #[inline]
 pub fn gru(
     input: &Tensor,
@@ -6450,7 +6450,7 @@ pub fn gru(
     )
 }
 
-/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4018)
+/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4024)
 #[inline]
 pub fn lstm(
     input: &Tensor,
@@ -6476,13 +6476,13 @@ pub fn lstm(
     )
 }
 
-/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4022)
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4028)
 #[inline]
 pub fn _chunk_cat(tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
     crate::handles::_chunk_cat::call(tensors, dim, num_chunks)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4026)
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4032)
 #[inline]
 pub fn as_strided_scatter(
     self_: &Tensor,
@@ -6494,19 +6494,19 @@ pub fn as_strided_scatter(
     crate::handles::as_strided_scatter::call(self_, src, size, stride, storage_offset)
 }
 
-/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4030)
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4036)
 #[inline]
 pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
-/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4034)
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4040)
 #[inline]
 pub fn _unsafe_masked_index(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], fill: Scalar) -> Result<Tensor> {
     crate::handles::_unsafe_masked_index::call(self_, mask, indices, fill)
 }
 
-/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4038)
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4044)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate(
     self_: &Tensor,
@@ -6517,7 +6517,7 @@ pub fn _unsafe_masked_index_put_accumulate(
     crate::handles::_unsafe_masked_index_put_accumulate::call(self_, mask, indices, values)
 }
 
-/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4042)
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4048)
 #[inline]
 pub fn im2col(
     self_: &Tensor,
@@ -6529,19 +6529,19 @@ pub fn im2col(
     crate::handles::im2col::call(self_, kernel_size, dilation, padding, stride)
 }
 
-/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4046)
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4052)
 #[inline]
 pub fn linalg_matrix_sqrth(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
-/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4050)
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4056)
 #[inline]
 pub fn linalg_polar(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
-/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4054)
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4060)
 #[inline]
 pub fn multi_margin_loss(
     self_: &Tensor,
@@ -6554,13 +6554,13 @@ pub fn multi_margin_loss(
     crate::handles::multi_margin_loss::call(self_, target, p, margin, weight, reduction)
 }
 
-/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4058)
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4064)
 #[inline]
 pub fn multilabel_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::multilabel_margin_loss::call(self_, target, reduction)
 }
 
-/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4062)
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4068)
 #[inline]
 pub fn unique_consecutive(
     self_: &Tensor,
@@ -6571,7 +6571,7 @@ pub fn unique_consecutive(
     crate::handles::unique_consecutive::call(self_, return_inverse, return_counts, dim)
 }
 
-/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4068)
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4074)
 #[inline]
 pub fn _upsample_nearest_exact1d(
     input: &Tensor,
@@ -6581,7 +6581,7 @@ pub fn _upsample_nearest_exact1d(
     crate::handles::_upsample_nearest_exact1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4072)
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4078)
 #[inline]
 pub fn _upsample_nearest_exact2d(
     input: &Tensor,
@@ -6591,7 +6591,7 @@ pub fn _upsample_nearest_exact2d(
     crate::handles::_upsample_nearest_exact2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4076)
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4082)
 #[inline]
 pub fn _upsample_nearest_exact3d(
     input: &Tensor,
@@ -6601,13 +6601,13 @@ pub fn _upsample_nearest_exact3d(
     crate::handles::_upsample_nearest_exact3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4080)
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4086)
 #[inline]
 pub fn _upsample_nearest_exact1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::_upsample_nearest_exact1d::call(self_, output_size, scales)
 }
 
-/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4084)
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4090)
 #[inline]
 pub fn _upsample_nearest_exact2d_op(
     self_: &Tensor,
@@ -6618,7 +6618,7 @@ pub fn _upsample_nearest_exact2d_op(
     crate::handles::_upsample_nearest_exact2d::call(self_, output_size, scales_h, scales_w)
 }
 
-/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4088)
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4094)
 #[inline]
 pub fn _upsample_nearest_exact3d_op(
     self_: &Tensor,
@@ -6630,43 +6630,43 @@ pub fn _upsample_nearest_exact3d_op(
     crate::handles::_upsample_nearest_exact3d::call(self_, output_size, scales_d, scales_h, scales_w)
 }
 
-/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4094)
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4100)
 #[inline]
 pub fn fft_irfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft::call(self_, n, dim, norm)
 }
 
-/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4098)
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4104)
 #[inline]
 pub fn fft_irfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4102)
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4108)
 #[inline]
 pub fn fft_irfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4106)
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4112)
 #[inline]
 pub fn fft_hfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft::call(self_, n, dim, norm)
 }
 
-/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4110)
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4116)
 #[inline]
 pub fn fft_hfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4120)
 #[inline]
 pub fn fft_hfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfftn::call(self_, s, dim, norm)
 }
 
-/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4118)
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4124)
 #[inline]
 pub fn linspace_tensor_scalar(
     start: &Tensor,
@@ -6680,7 +6680,7 @@ pub fn linspace_tensor_scalar(
     crate::handles::linspace_tensor_scalar::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4122)
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4128)
 #[inline]
 pub fn linspace_scalar_tensor(
     start: Scalar,
@@ -6694,7 +6694,7 @@ pub fn linspace_scalar_tensor(
     crate::handles::linspace_scalar_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4126)
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4132)
 #[inline]
 pub fn logspace_tensor_scalar(
     start: &Tensor,
@@ -6709,7 +6709,7 @@ pub fn logspace_tensor_scalar(
     crate::handles::logspace_tensor_scalar::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4130)
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4136)
 #[inline]
 pub fn logspace_scalar_tensor(
     start: Scalar,
@@ -6724,13 +6724,13 @@ pub fn logspace_scalar_tensor(
     crate::handles::logspace_scalar_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4134)
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4140)
 #[inline]
 pub fn gradient(self_: &Tensor, spacing: Option<Scalar>, dim: Option<i64>, edge_order: i64) -> Result<Vec<Tensor>> {
     crate::handles::gradient_scalarint::call(self_, spacing, dim, edge_order)
 }
 
-/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4138)
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4144)
 #[inline]
 pub fn histogram(
     self_: &Tensor,
@@ -6742,7 +6742,7 @@ pub fn histogram(
     crate::handles::histogram_bin_ct::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4142)
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4148)
 #[inline]
 pub fn histogramdd(
     self_: &Tensor,
@@ -6754,7 +6754,7 @@ pub fn histogramdd(
     crate::handles::histogramdd::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4146)
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4152)
 #[inline]
 pub fn histogramdd_int_bins(
     self_: &Tensor,
@@ -6766,7 +6766,7 @@ pub fn histogramdd_int_bins(
     crate::handles::histogramdd_int_bins::call(self_, bins, range, weight, density)
 }
 
-/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4150)
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4156)
 #[inline]
 pub fn histogram_bins_tensor(
     self_: &Tensor,
@@ -6777,7 +6777,7 @@ pub fn histogram_bins_tensor(
     crate::handles::histogram_bins_tensor::call(self_, bins, weight, density)
 }
 
-/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4154)
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4160)
 #[inline]
 pub fn histogramdd_tensorlist_bins(
     self_: &Tensor,
@@ -6789,7 +6789,7 @@ pub fn histogramdd_tensorlist_bins(
     crate::handles::histogramdd_tensorlist_bins::call(self_, bins, range, weight, density)
 }
 
-/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4160)
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4166)
 #[inline]
 pub fn upsample_trilinear3d(
     input: &Tensor,
@@ -6800,7 +6800,7 @@ pub fn upsample_trilinear3d(
     crate::handles::upsample_trilinear3d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4164)
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4170)
 #[inline]
 pub fn upsample_bicubic2d(
     input: &Tensor,
@@ -6811,7 +6811,7 @@ pub fn upsample_bicubic2d(
     crate::handles::upsample_bicubic2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4168)
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4174)
 #[inline]
 pub fn upsample_trilinear3d_op(
     self_: &Tensor,
@@ -6824,7 +6824,7 @@ pub fn upsample_trilinear3d_op(
     crate::handles::upsample_trilinear3d::call(self_, output_size, align_corners, scales_d, scales_h, scales_w)
 }
 
-/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4172)
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4178)
 #[inline]
 pub fn upsample_bicubic2d_op(
     self_: &Tensor,
@@ -6836,7 +6836,7 @@ pub fn upsample_bicubic2d_op(
     crate::handles::upsample_bicubic2d::call(self_, output_size, align_corners, scales_h, scales_w)
 }
 
-/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4176)
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4182)
 #[inline]
 pub fn segment_reduce(
     data: &Tensor,
@@ -6851,7 +6851,7 @@ pub fn segment_reduce(
     crate::handles::segment_reduce::call(data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
 }
 
-/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4182)
+/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4188)
 #[inline]
 pub fn _sparse_coo_tensor_with_dims_and_tensors(
     sparse_dim: i64,
@@ -6879,7 +6879,7 @@ pub fn _sparse_coo_tensor_with_dims_and_tensors(
     )
 }
 
-/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4186)
+/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4192)
 #[inline]
 pub fn sparse_coo_tensor(
     indices: &Tensor,
@@ -6903,7 +6903,7 @@ pub fn sparse_coo_tensor(
     )
 }
 
-/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4190)
+/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4196)
 #[inline]
 pub fn sparse_coo_tensor_indices(
     indices: &Tensor,
@@ -6917,7 +6917,7 @@ pub fn sparse_coo_tensor_indices(
     crate::handles::sparse_coo_tensor_indices::call(indices, values, dtype, layout, device, pin_memory, is_coalesced)
 }
 
-/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4194)
+/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4200)
 #[inline]
 pub fn sparse_coo_tensor_size(
     size: &[i64],
@@ -6929,97 +6929,97 @@ pub fn sparse_coo_tensor_size(
     crate::handles::sparse_coo_tensor_size::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4198)
+/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4204)
 #[inline]
 pub fn _indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_indices::call(self_)
 }
 
-/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4203)
+/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4209)
 #[inline]
 pub fn _values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_values::call(self_)
 }
 
-/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4208)
+/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4214)
 #[inline]
 pub fn indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::indices::call(self_)
 }
 
-/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4213)
+/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4219)
 #[inline]
 pub fn values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::values::call(self_)
 }
 
-/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4219)
+/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4225)
 #[inline]
 pub fn _nnz(self_: &Tensor) -> Result<i64> {
     crate::handles::_nnz::call(self_)
 }
 
-/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4225)
+/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4231)
 #[inline]
 pub fn sparse_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::sparse_dim::call(self_)
 }
 
-/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4230)
+/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4236)
 #[inline]
 pub fn dense_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::dense_dim::call(self_)
 }
 
-/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4235)
+/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4241)
 #[inline]
 pub fn is_coalesced(self_: &Tensor) -> Result<bool> {
     crate::handles::is_coalesced::call(self_)
 }
 
-/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4240)
+/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4246)
 #[inline]
 pub fn _coalesced_(self_: &Tensor, coalesced: bool) -> Result<Tensor> {
     crate::handles::_coalesced_::call(self_, coalesced)
 }
 
-/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4245)
+/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4251)
 #[inline]
 pub fn coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::coalesce::call(self_)
 }
 
-/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4250)
+/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4256)
 #[inline]
 pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_coalesce::call(self_)
 }
 
-/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4254)
+/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4260)
 #[inline]
 pub fn to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4259)
+/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4265)
 #[inline]
 pub fn _to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::_to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4265)
+/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4271)
 #[inline]
 pub fn to_dense_backward(grad: &Tensor, input: &Tensor, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense_backward::call(grad, input, masked_grad)
 }
 
-/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4269)
+/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4275)
 #[inline]
 pub fn to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4274)
+/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4280)
 #[inline]
 pub fn to_sparse_op(
     self_: &Tensor,
@@ -7030,73 +7030,73 @@ pub fn to_sparse_op(
     crate::handles::to_sparse::call(self_, layout, blocksize, dense_dim)
 }
 
-/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4279)
+/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4285)
 #[inline]
 pub fn _to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::_to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4286)
+/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4292)
 #[inline]
 pub fn sparse_mask(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::sparse_mask::call(self_, mask)
 }
 
-/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4291)
+/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4297)
 #[inline]
 pub fn _sparse_sum(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_sum::call(self_)
 }
 
-/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4295)
+/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4301)
 #[inline]
 pub fn _sparse_sum_dim(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_dim::call(self_, dim)
 }
 
-/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4299)
+/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4305)
 #[inline]
 pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_backward::call(grad, self_, dim)
 }
 
-/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4303)
+/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4309)
 #[inline]
 pub fn _sparse_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::_sparse_addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4307)
+/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4313)
 #[inline]
 pub fn _sparse_mm(sparse: &Tensor, dense: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
-/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4311)
+/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4317)
 #[inline]
 pub fn hspmm(mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::hspmm::call(mat1, mat2)
 }
 
-/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4315)
+/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4321)
 #[inline]
 pub fn sspaddmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::sspaddmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4320)
+/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4326)
 #[inline]
 pub fn _sparse_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4324)
+/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4330)
 #[inline]
 pub fn _sparse_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4328)
+/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4334)
 #[inline]
 pub fn _sparse_softmax_backward_data(
     grad_output: &Tensor,
@@ -7107,19 +7107,19 @@ pub fn _sparse_softmax_backward_data(
     crate::handles::_sparse_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4332)
+/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4338)
 #[inline]
 pub fn _sparse_log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4336)
+/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4342)
 #[inline]
 pub fn _sparse_log_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4340)
+/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4346)
 #[inline]
 pub fn _sparse_log_softmax_backward_data(
     grad_output: &Tensor,
@@ -7130,7 +7130,7 @@ pub fn _sparse_log_softmax_backward_data(
     crate::handles::_sparse_log_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4344)
+/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4350)
 #[inline]
 pub fn embedding_sparse_backward(
     grad: &Tensor,
@@ -7142,7 +7142,7 @@ pub fn embedding_sparse_backward(
     crate::handles::embedding_sparse_backward::call(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
 }
 
-/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4348)
+/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4354)
 #[inline]
 pub fn sparse_csr_tensor(
     crow_indices: &Tensor,
@@ -7166,7 +7166,7 @@ pub fn sparse_csr_tensor(
     )
 }
 
-/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4352)
+/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4358)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value(
     crow_indices: &Tensor,
@@ -7188,31 +7188,31 @@ pub fn sparse_csr_tensor_crow_col_value(
     )
 }
 
-/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4356)
+/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4362)
 #[inline]
 pub fn crow_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::crow_indices::call(self_)
 }
 
-/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4361)
+/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4367)
 #[inline]
 pub fn col_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::col_indices::call(self_)
 }
 
-/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4366)
+/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4372)
 #[inline]
 pub fn to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4371)
+/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4377)
 #[inline]
 pub fn _to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::_to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4379)
+/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4385)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_(
     self_: &[Tensor],
@@ -7222,7 +7222,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_(
     crate::handles::_amp_foreach_non_finite_check_and_unscale_::call(self_, found_inf, inv_scale)
 }
 
-/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4384)
+/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4390)
 #[inline]
 pub fn _amp_update_scale_(
     self_: &Tensor,

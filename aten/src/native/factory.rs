@@ -634,6 +634,95 @@ pub fn linspace(
     Ok(out)
 }
 
+/// `linspace` on a device: the CPU kernel's formula (`start + step * i` below the halfway
+/// point, `end - step * (steps - 1 - i)` from it, with the step rounded as the CPU rounds it) as
+/// float64 operators on the device, then one cast to the dtype (a truncation for integers, as
+/// on the CPU). The multiply and add are separate roundings in float64, so a float32 result can
+/// differ from the CPU's fused one only where the exact value sits on a float32 tie.
+pub fn linspace_device(
+    start: Scalar,
+    end: Scalar,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    const OP: &str = "linspace";
+    if layout.is_some_and(|l| l != Layout::Strided) || pin_memory == Some(true) {
+        return Err(Error::invalid(OP, "linspace makes strided, unpinned tensors"));
+    }
+    if steps < 0 {
+        return Err(Error::invalid(OP, "number of steps must be non-negative"));
+    }
+    let dtype = dtype.unwrap_or(ScalarType::default_float());
+    let device = device.unwrap_or(Device::CPU);
+    if steps <= 1 {
+        let out = crate::ops::empty(&[steps], Some(dtype), None, Some(device), None, None)?;
+        return if steps == 1 { crate::ops::fill_(&out, start) } else { Ok(out) };
+    }
+    if dtype == ScalarType::Bool || dtype.is_complex() {
+        return Err(Error::UnsupportedDtype { op: "linspace_cuda".into(), dtype });
+    }
+    let (s, e) = c10::dispatch_all_types!(dtype, T => {
+        (Element::to_f64(checked_scalar_to::<T>(OP, start)?), Element::to_f64(checked_scalar_to::<T>(OP, end)?))
+    });
+    let step = match dtype {
+        ScalarType::F32 | ScalarType::F16 | ScalarType::BF16 => ((e as f32 - s as f32) / (steps - 1) as f32) as f64,
+        _ => (e - s) / (steps - 1) as f64,
+    };
+    let f64_ = Some(ScalarType::F64);
+    let i = crate::ops::arange(Scalar::Int(steps), f64_, None, Some(device), None)?;
+    let low =
+        crate::ops::add_scalar(&crate::ops::mul_scalar(&i, Scalar::Float(step))?, Scalar::Float(s), Scalar::Int(1))?;
+    // end - step * (steps - 1 - i) = end - step * (steps - 1) + step * i
+    let back =
+        crate::ops::add_scalar(&crate::ops::mul_scalar(&i, Scalar::Int(-1))?, Scalar::Int(steps - 1), Scalar::Int(1))?;
+    let high = crate::ops::add_scalar(
+        &crate::ops::mul_scalar(&back, Scalar::Float(-step))?,
+        Scalar::Float(e),
+        Scalar::Int(1),
+    )?;
+    let first_half = crate::ops::lt_scalar(&i, Scalar::Int(steps / 2))?;
+    let v = crate::ops::where_self(&first_half, &low, &high)?;
+    crate::ops::_to_copy(&v, Some(dtype), None, None, None, false, None)
+}
+
+/// `eye.m` on a device: zeros with the main diagonal filled with ones (a strided fill).
+pub fn eye_m_device(
+    n: i64,
+    m: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    const OP: &str = "eye";
+    if n < 0 {
+        return Err(Error::invalid(OP, format!("n must be greater or equal to 0, got {n}")));
+    }
+    if m < 0 {
+        return Err(Error::invalid(OP, format!("m must be greater or equal to 0, got {m}")));
+    }
+    let out = crate::ops::zeros(&[n, m], dtype, layout, device, pin_memory)?;
+    crate::ops::fill_(&crate::ops::diagonal(&out, 0, 0, 1)?, Scalar::Int(1))?;
+    Ok(out)
+}
+
+/// `eye` on a device: the `n x n` identity matrix.
+pub fn eye_device(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    if n < 0 {
+        return Err(Error::invalid("eye", format!("n must be greater or equal to 0, got {n}")));
+    }
+    eye_m_device(n, n, dtype, layout, device, pin_memory)
+}
+
 /// `eye`: the `n x n` identity matrix.
 pub fn eye(
     n: i64,

@@ -428,7 +428,11 @@ pub fn lu_unpack(
                 out[b * mu * mu + r * mu + i] = 1.0;
             }
         }
-        ops::to(&Tensor::from_vec(out, &with_batch(&batch, &[m, m]))?, lu.dtype(), false, false, None)?
+        // The permutation is built from the pivots on the host; it goes back to LU's device
+        // (it was left on the CPU for CUDA inputs, which the OpInfo device run caught once
+        // `eye` ran on CUDA).
+        let p = Tensor::from_vec(out, &with_batch(&batch, &[m, m]))?;
+        ops::_to_copy(&p, Some(lu.dtype()), None, Some(lu.device()), None, false, None)?
     } else {
         empty()?
     };

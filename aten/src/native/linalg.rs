@@ -626,15 +626,6 @@ fn dtype_name(d: ScalarType) -> &'static str {
     d.cpp_name()
 }
 
-fn check_cpu(op: &str, ts: &[&Tensor]) -> Result<()> {
-    for t in ts {
-        if !t.device().is_cpu() {
-            return Err(Error::NotImplemented { op: op.into(), msg: format!("{} tensors", t.device()) });
-        }
-    }
-    Ok(())
-}
-
 /// Every tensor on the first one's device (the products run on any device with a GEMM loop).
 fn check_same_device(op: &str, ts: &[&Tensor]) -> Result<()> {
     crate::native::check_device(op, ts[0].device(), ts[1..].iter().copied())
@@ -898,7 +889,8 @@ pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, al
 
 /// `mv(Tensor self, Tensor vec) -> Tensor`
 pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
-    check_cpu("mv", &[self_, vec])?;
+    // Any device with a GEMM loop (cuBLAS's on CUDA).
+    check_same_device("mv", &[self_, vec])?;
     if self_.dim() != 2 || vec.dim() != 1 {
         return Err(Error::shape(
             "mv",

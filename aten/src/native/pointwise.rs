@@ -1047,6 +1047,27 @@ pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> 
     fmax_fmin("fmin", Some(out), self_, other, false)
 }
 
+/// `fmax`/`fmin` on a device, as compositions of device operators: the maximum (or minimum),
+/// then the other operand wherever one of them is NaN (NaN only where both are).
+fn fmax_fmin_device(a: &Tensor, b: &Tensor, max: bool) -> Result<Tensor> {
+    let m = if max { crate::ops::maximum(a, b)? } else { crate::ops::minimum(a, b)? };
+    if !m.dtype().is_floating_point() {
+        return Ok(m);
+    }
+    let m = crate::ops::where_self(&crate::ops::isnan(a)?, b, &m)?;
+    crate::ops::where_self(&crate::ops::isnan(b)?, a, &m)
+}
+
+/// `fmax(Tensor self, Tensor other) -> Tensor` on CUDA.
+pub fn fmax_device(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fmax_fmin_device(self_, other, true)
+}
+
+/// `fmin(Tensor self, Tensor other) -> Tensor` on CUDA.
+pub fn fmin_device(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fmax_fmin_device(self_, other, false)
+}
+
 /// `hypot(Tensor self, Tensor other) -> Tensor`: `sqrt(a^2 + b^2)` without overflow.
 pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     zip_out("hypot", None, self_, other, false, f64::hypot)

@@ -218,6 +218,32 @@ pub fn kthvalue(self_: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tens
     order_stat("kthvalue", self_, dim, keepdim, |_| (k - 1) as usize, false)
 }
 
+/// `kthvalue` on a device: a stable sort of each line (NaN last, as the k-th order statistic
+/// counts it) and its `k`-th entry, values and indices.
+pub fn kthvalue_device(self_: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let d = wrap_dim("kthvalue", dim, self_.dim())?;
+    let size = if self_.dim() == 0 { 1 } else { self_.sizes()[d] };
+    if k < 1 || k > size {
+        return Err(Error::invalid(
+            "kthvalue",
+            format!("kthvalue(): selected number k out of range for dimension {d}"),
+        ));
+    }
+    if self_.dim() == 0 {
+        return Ok((self_.clone(), crate::ops::zeros_like(self_, Some(ScalarType::I64), None, None, None, None)?));
+    }
+    let (values, indices) = crate::ops::sort_stable(self_, Some(true), d as i64, false)?;
+    let pick = |t: &Tensor| -> Result<Tensor> {
+        let one = crate::ops::narrow(t, d as i64, k - 1, 1)?;
+        if keepdim {
+            crate::ops::contiguous(&one, c10::MemoryFormat::Contiguous)
+        } else {
+            crate::ops::squeeze_dim(&one, d as i64)
+        }
+    };
+    Ok((pick(&values)?, pick(&indices)?))
+}
+
 /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`:
 /// the lower median of each line, or its first NaN.
 pub fn median_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
