@@ -2414,8 +2414,12 @@ pub fn sparse_csr_tensor_infer(
     if crow_indices.sizes()[b] == 0 {
         return Err(Error::invalid(op, "crow_indices must have at least one element (nrows + 1)"));
     }
-    let ncols =
-        if col_indices.numel() == 0 { 0 } else { col_indices.to_vec::<i64>()?.into_iter().max().unwrap_or(-1) + 1 };
+    let max_col =
+        if col_indices.numel() == 0 { -1 } else { col_indices.to_vec::<i64>()?.into_iter().max().unwrap_or(-1) };
+    // A column index of i64::MAX leaves no column count to infer (PyTorch's `max + 1` wraps).
+    let ncols = max_col.checked_add(1).ok_or_else(|| {
+        Error::invalid(op, format!("col_indices holds {max_col}, so the number of columns (one more) overflows int64"))
+    })?;
     let mut size = crow_indices.sizes()[..b].to_vec();
     size.extend([crow_indices.sizes()[b] - 1, ncols]);
     size.extend_from_slice(&values.sizes()[b + 1..]);

@@ -622,3 +622,18 @@ fn coo_size_inference_with_huge_sparse_dims_is_out_of_memory() {
     let s = ops::sparse_coo_tensor_indices(&indices, &values, None, None, None, None, None).unwrap();
     assert_eq!(s.sizes(), &[3, 2]);
 }
+
+/// `sparse_csr_tensor(crow, col, values)` infers the column count as the largest column index
+/// plus one: a column index of i64::MAX is an error, not an overflow (found by `op_surface`).
+#[test]
+fn csr_size_inference_with_the_largest_column_index_is_an_error() {
+    let crow = Tensor::from_vec(vec![0i64, 1], &[2]).unwrap();
+    let col = Tensor::from_vec(vec![i64::MAX], &[1]).unwrap();
+    let values = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+    let e = ops::sparse_csr_tensor_crow_col_value(&crow, &col, &values, None, None, None, None).unwrap_err();
+    assert!(matches!(e, c10::Error::InvalidArgument { .. }), "{e}");
+    assert!(e.to_string().contains("overflows int64"), "{e}");
+    let col = Tensor::from_vec(vec![4i64], &[1]).unwrap();
+    let s = ops::sparse_csr_tensor_crow_col_value(&crow, &col, &values, None, None, None, None).unwrap();
+    assert_eq!(s.sizes(), &[1, 5]);
+}
