@@ -189,7 +189,7 @@ pub fn sparse_coo_tensor_with_dims_and_tensors(
     if values.dim() == 0 {
         return Err(Error::shape(op, "values must have at least one dimension (nnz), but got a 0-dim tensor"));
     }
-    if sparse_dim < 0 || dense_dim < 0 || sparse_dim + dense_dim != size.len() as i64 {
+    if sparse_dim < 0 || dense_dim < 0 || sparse_dim.checked_add(dense_dim) != Some(size.len() as i64) {
         return Err(Error::shape(
             op,
             format!(
@@ -339,7 +339,11 @@ pub fn sparse_coo_tensor_infer(
         if let Some(&neg) = row.iter().find(|&&i| i < 0) {
             return Err(Error::Index { op: op.into(), msg: format!("found negative index {neg} for dim {d}") });
         }
-        size.push(row.iter().max().map_or(0, |&m| m + 1));
+        let max = row.iter().max().copied().unwrap_or(-1);
+        // An index of i64::MAX leaves no size to infer (one more overflows).
+        size.push(max.checked_add(1).ok_or_else(|| {
+            Error::invalid(op, format!("found index {max} for dim {d}, so the size (one more) overflows int64"))
+        })?);
     }
     size.extend_from_slice(&values.sizes()[1..]);
     sparse_coo_tensor(indices, values, &size, dtype, layout, device, pin_memory, is_coalesced)
@@ -2502,12 +2506,13 @@ pub fn to_sparse_csr_impl(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tens
     let s = match self_.layout() {
         Layout::SparseCoo => ops::coalesce(self_)?,
         _ => {
-            if (self_.dim() as i64) < 2 + dd || dd < 0 {
+            // `dim - 2 < dd`, not `dim < 2 + dd`: a dense_dim near i64::MAX must not overflow.
+            if dd < 0 || (self_.dim() as i64) - 2 < dd {
                 return Err(Error::invalid(
                     op,
                     format!(
                         "to_sparse_csr: expected at least {} dimensions (2 sparse dimensions and {dd} dense), got {}-d",
-                        2 + dd,
+                        dd.saturating_add(2),
                         self_.dim()
                     ),
                 ));

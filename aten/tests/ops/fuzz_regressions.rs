@@ -637,3 +637,23 @@ fn csr_size_inference_with_the_largest_column_index_is_an_error() {
     let s = ops::sparse_csr_tensor_crow_col_value(&crow, &col, &values, None, None, None, None).unwrap();
     assert_eq!(s.sizes(), &[1, 5]);
 }
+
+/// `to_sparse_csr(dense_dim=i64::MAX)` of a strided tensor is an error, not an overflow in the
+/// dimension check (found by `op_surface`).
+#[test]
+fn to_sparse_csr_with_the_largest_dense_dim_is_an_error() {
+    let t = Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 2.0], &[2, 2]).unwrap();
+    let e = t.to_sparse_csr().dense_dim(i64::MAX).call().unwrap_err();
+    assert!(e.to_string().contains("expected at least"), "{e}");
+    assert_eq!(t.to_sparse_csr().call().unwrap().sizes(), &[2, 2]);
+}
+
+/// COO size inference with an index of i64::MAX, and explicit dims whose sum overflows, are
+/// errors rather than overflows (the same pattern as the CSR column count).
+#[test]
+fn coo_size_inference_with_the_largest_index_is_an_error() {
+    let indices = Tensor::from_vec(vec![i64::MAX], &[1, 1]).unwrap();
+    let values = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+    let e = ops::sparse_coo_tensor_indices(&indices, &values, None, None, None, None, None).unwrap_err();
+    assert!(e.to_string().contains("overflows int64"), "{e}");
+}
