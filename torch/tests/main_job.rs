@@ -174,6 +174,22 @@ fn a_resumed_run_reports_what_it_did() {
     assert!(stdout.contains("no checkpoint written"), "{stdout}");
 }
 
+/// `--amp` trains in bfloat16 autocast regions with a GradScaler: the run completes with a
+/// finite loss and saves its checkpoint.
+#[test]
+fn an_amp_run_trains_and_saves() {
+    let dir = TempDir::new("amp");
+    tiny_mnist(dir.path(), 32);
+    let (data, ck) = (dir.path().to_str().unwrap().to_string(), dir.arg("ck.safetensors"));
+    let args = ["--data", &data, "--batch-size", "16", "--threads", "1", "--checkpoint", &ck, "--epochs", "1", "--amp"];
+    let (out, stdout, stderr) = run(&args);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    let line = stdout.lines().find(|l| l.starts_with("epoch 1: train loss")).expect("an epoch line");
+    let loss: f64 = line["epoch 1: train loss ".len()..].split(',').next().unwrap().trim().parse().unwrap();
+    assert!(loss.is_finite() && loss > 0.0, "{line}");
+    assert!(stdout.contains(&format!("checkpoint saved to {ck}")), "{stdout}");
+}
+
 // ---- length against PyTorch -------------------------------------------------------------------
 
 /// The text between `pytorch-comparison: begin` and `end` marker lines (comment lines in either
