@@ -71,8 +71,8 @@ impl CastPolicy {
 use CastPolicy::{Banned, Fp32, Fp32AppendDtype, Fp32SetOptDtype, LowerPrecisionFp as Lower, Promote};
 
 /// The operators with an `AutocastCUDA` kernel and their policies, as PyTorch 2.15 registers
-/// them (`ATen/autocast_mode.h`'s lists). Operators this library does not define are listed
-/// too: their kernels are registered and wait for the definition.
+/// them (`ATen/autocast_mode.h`'s lists). Operators this library does not define are listed too,
+/// so `cargo xtask autocast` compares the whole list with PyTorch's; they get no kernel.
 pub const CUDA_POLICIES: &[(&str, CastPolicy)] = &[
     // lower_precision_fp
     ("_convolution.deprecated", Lower),
@@ -706,15 +706,25 @@ fn autocast_call(op: &'static OperatorEntry, device: DeviceType, policy: CastPol
     op.call_boxed(stack)
 }
 
-/// Registers the fallthrough fallbacks of both autocast keys and the kernels of the listed
-/// operators (Note [Autocast on the dispatcher]).
-pub(crate) fn register(d: &Dispatcher) {
+/// Registers the fallthrough fallbacks of both autocast keys (before the operators, so adding
+/// them recomputes no table; Note [Autocast on the dispatcher]).
+pub(crate) fn register_fallbacks(d: &Dispatcher) {
+    for key in [DispatchKey::AutocastCPU, DispatchKey::AutocastCUDA] {
+        d.register_fallback(key, KernelFunction::fallthrough()).expect("a runtime key");
+    }
+}
+
+/// Registers the kernels of the listed operators that are defined (after their schemas): an
+/// operator this library does not define gets no entry.
+pub(crate) fn register_kernels(d: &Dispatcher) {
     for (key, device, table) in [
         (DispatchKey::AutocastCPU, DeviceType::Cpu, CPU_POLICIES),
         (DispatchKey::AutocastCUDA, DeviceType::Cuda, CUDA_POLICIES),
     ] {
-        d.register_fallback(key, KernelFunction::fallthrough()).expect("a runtime key");
         for &(name, policy) in table {
+            if d.find_schema(name).is_err() {
+                continue;
+            }
             let kernel = KernelFunction::from_boxed(move |op: &'static OperatorEntry, _ks, stack: &mut Stack| {
                 autocast_call(op, device, policy, stack)
             });

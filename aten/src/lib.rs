@@ -57,8 +57,9 @@ fn register_aten(d: &Dispatcher) {
             d.register_fallback(key, KernelFunction::fallthrough()).expect("runtime or per-backend key");
         }
     }
-    autocast::register(d);
+    autocast::register_fallbacks(d);
     generated::registrations::register_all(d);
+    autocast::register_kernels(d);
 }
 
 inventory::submit! { dispatcher::Registrar(register_aten) }

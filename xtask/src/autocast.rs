@@ -124,11 +124,15 @@ pub fn check(dir: &Path, opinfo: &Path, device: Device, out: &mut dyn Write) -> 
 
     // Policies, both ways.
     let theirs = expected.policies.get(key).ok_or_else(|| format!("{}: no policies for {key}", path.display()))?;
+    let dispatch_key =
+        if dev == DeviceType::Cpu { c10::DispatchKey::AutocastCPU } else { c10::DispatchKey::AutocastCUDA };
     for (op, want) in theirs {
-        if d.find_schema(op).is_err() {
+        let Ok((entry, _)) = d.find_schema(op) else { continue };
+        s.policies_checked += 1;
+        if policy(dev, op).is_some() && !entry.has_kernel_for(dispatch_key) {
+            s.policy_failures.push(format!("{op}: listed with a policy but no {dispatch_key} kernel is registered"));
             continue;
         }
-        s.policies_checked += 1;
         match policy(dev, op) {
             None => s.policy_failures.push(format!("{op}: PyTorch casts it by {want}, we do not cast it")),
             Some(p) if want != "unknown" && p.name() != want => {

@@ -755,7 +755,7 @@ pub fn eye(
     crate::handles::eye::call(n, dtype, layout, device, pin_memory)
 }
 
-/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:561)
+/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:560)
 #[inline]
 pub fn eye_m(
     n: i64,
@@ -768,7 +768,7 @@ pub fn eye_m(
     crate::handles::eye_m::call(n, m, dtype, layout, device, pin_memory)
 }
 
-/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:567)
+/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:565)
 #[inline]
 pub fn empty_like(
     self_: &Tensor,
@@ -781,7 +781,7 @@ pub fn empty_like(
     crate::handles::empty_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:572)
+/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:570)
 #[inline]
 pub fn zeros_like(
     self_: &Tensor,
@@ -794,7 +794,7 @@ pub fn zeros_like(
     crate::handles::zeros_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:577)
+/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:575)
 #[inline]
 pub fn ones_like(
     self_: &Tensor,
@@ -807,7 +807,7 @@ pub fn ones_like(
     crate::handles::ones_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:582)
+/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:580)
 #[inline]
 pub fn full_like(
     self_: &Tensor,
@@ -821,97 +821,97 @@ pub fn full_like(
     crate::handles::full_like::call(self_, fill_value, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:587)
+/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:585)
 #[inline]
 pub fn fill_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::fill_scalar_::call(self_, value)
 }
 
-/// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:592)
+/// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:590)
 #[inline]
 pub fn zero_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::zero_::call(self_)
 }
 
-/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:600)
+/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:598)
 #[inline]
 pub fn uniform_(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::uniform_::call(self_, from, to, generator)
 }
 
-/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:605)
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:603)
 #[inline]
 pub fn normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_::call(self_, mean, std, generator)
 }
 
-/// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:610)
+/// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:608)
 #[inline]
 pub fn random_(self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::random_from_::call(self_, from, to, generator)
 }
 
-/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:615)
+/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:613)
 #[inline]
 pub fn random_to_(self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::random_to_::call(self_, to, generator)
 }
 
-/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:620)
+/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:618)
 #[inline]
 pub fn random_op_(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::random_::call(self_, generator)
 }
 
-/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:625)
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:623)
 #[inline]
 pub fn bernoulli_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli_float_::call(self_, p, generator)
 }
 
-/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:630)
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:628)
 #[inline]
 pub fn bernoulli_tensor_(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli_tensor_::call(self_, p, generator)
 }
 
-/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:635)
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:633)
 #[inline]
 pub fn bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli::call(self_, generator)
 }
 
-/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:640)
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:638)
 #[inline]
 pub fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli_p::call(self_, p, generator)
 }
 
-/// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:645)
+/// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:643)
 #[inline]
 pub fn exponential_(self_: &Tensor, lambd: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::exponential_::call(self_, lambd, generator)
 }
 
-/// `normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:650)
+/// `normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:648)
 #[inline]
 pub fn normal(mean: &Tensor, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_tensor_float::call(mean, std, generator)
 }
 
-/// `normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:655)
+/// `normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:653)
 #[inline]
 pub fn normal_float_tensor(mean: f64, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_float_tensor::call(mean, std, generator)
 }
 
-/// `normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:660)
+/// `normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:658)
 #[inline]
 pub fn normal_tensor_tensor(mean: &Tensor, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_tensor_tensor::call(mean, std, generator)
 }
 
-/// `normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:665)
+/// `normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:663)
 #[inline]
 pub fn normal_float_float(
     mean: f64,
@@ -926,7 +926,7 @@ pub fn normal_float_float(
     crate::handles::normal_float_float::call(mean, std, size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:670)
+/// `randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:668)
 #[inline]
 pub fn randperm(
     n: i64,
@@ -938,7 +938,7 @@ pub fn randperm(
     crate::handles::randperm::call(n, dtype, layout, device, pin_memory)
 }
 
-/// `randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:675)
+/// `randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:673)
 #[inline]
 pub fn randperm_generator(
     n: i64,
@@ -951,7 +951,7 @@ pub fn randperm_generator(
     crate::handles::randperm_generator::call(n, generator, dtype, layout, device, pin_memory)
 }
 
-/// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:680)
+/// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:678)
 #[inline]
 pub fn multinomial(
     self_: &Tensor,
@@ -962,7 +962,7 @@ pub fn multinomial(
     crate::handles::multinomial::call(self_, num_samples, replacement, generator)
 }
 
-/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:685)
+/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:683)
 #[inline]
 pub fn rand(
     size: &[i64],
@@ -974,7 +974,7 @@ pub fn rand(
     crate::handles::rand::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:690)
+/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:688)
 #[inline]
 pub fn rand_generator(
     size: &[i64],
@@ -987,7 +987,7 @@ pub fn rand_generator(
     crate::handles::rand_generator::call(size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:695)
+/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:693)
 #[inline]
 pub fn randn(
     size: &[i64],
@@ -999,7 +999,7 @@ pub fn randn(
     crate::handles::randn::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:700)
+/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:698)
 #[inline]
 pub fn randn_generator(
     size: &[i64],
@@ -1012,7 +1012,7 @@ pub fn randn_generator(
     crate::handles::randn_generator::call(size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:705)
+/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:703)
 #[inline]
 pub fn randint(
     high: i64,
@@ -1025,7 +1025,7 @@ pub fn randint(
     crate::handles::randint::call(high, size, dtype, layout, device, pin_memory)
 }
 
-/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:710)
+/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:708)
 #[inline]
 pub fn randint_generator(
     high: i64,
@@ -1039,7 +1039,7 @@ pub fn randint_generator(
     crate::handles::randint_generator::call(high, size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:715)
+/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:713)
 #[inline]
 pub fn randint_low(
     low: i64,
@@ -1053,7 +1053,7 @@ pub fn randint_low(
     crate::handles::randint_low::call(low, high, size, dtype, layout, device, pin_memory)
 }
 
-/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:720)
+/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:718)
 #[inline]
 pub fn randint_low_generator(
     low: i64,
@@ -1068,7 +1068,7 @@ pub fn randint_low_generator(
     crate::handles::randint_low_generator::call(low, high, size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:725)
+/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:723)
 #[inline]
 pub fn rand_like(
     self_: &Tensor,
@@ -1081,7 +1081,7 @@ pub fn rand_like(
     crate::handles::rand_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:730)
+/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:728)
 #[inline]
 pub fn randn_like(
     self_: &Tensor,
@@ -1094,811 +1094,811 @@ pub fn randn_like(
     crate::handles::randn_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:737)
+/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:735)
 #[inline]
 pub fn exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp::call(self_)
 }
 
-/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:742)
+/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:740)
 #[inline]
 pub fn exp_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp_::call(self_)
 }
 
-/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:747)
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:745)
 #[inline]
 pub fn exp_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::exp_out::call(self_, out)
 }
 
-/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:751)
+/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:749)
 #[inline]
 pub fn exp2(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp2::call(self_)
 }
 
-/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:756)
+/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:754)
 #[inline]
 pub fn exp2_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp2_::call(self_)
 }
 
-/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:761)
+/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:759)
 #[inline]
 pub fn exp2_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::exp2_out::call(self_, out)
 }
 
-/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:765)
+/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:763)
 #[inline]
 pub fn expm1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::expm1::call(self_)
 }
 
-/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:770)
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:768)
 #[inline]
 pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::expm1_::call(self_)
 }
 
-/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:775)
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:773)
 #[inline]
 pub fn expm1_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::expm1_out::call(self_, out)
 }
 
-/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:779)
+/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:777)
 #[inline]
 pub fn log(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log::call(self_)
 }
 
-/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:784)
+/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:782)
 #[inline]
 pub fn log_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log_::call(self_)
 }
 
-/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:789)
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:787)
 #[inline]
 pub fn log_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log_out::call(self_, out)
 }
 
-/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:793)
+/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:791)
 #[inline]
 pub fn log2(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log2::call(self_)
 }
 
-/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:798)
+/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:796)
 #[inline]
 pub fn log2_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log2_::call(self_)
 }
 
-/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:803)
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:801)
 #[inline]
 pub fn log2_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log2_out::call(self_, out)
 }
 
-/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:807)
+/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:805)
 #[inline]
 pub fn log10(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log10::call(self_)
 }
 
-/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:812)
+/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:810)
 #[inline]
 pub fn log10_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log10_::call(self_)
 }
 
-/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:817)
+/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:815)
 #[inline]
 pub fn log10_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log10_out::call(self_, out)
 }
 
-/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:821)
+/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:819)
 #[inline]
 pub fn log1p(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log1p::call(self_)
 }
 
-/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:826)
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:824)
 #[inline]
 pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log1p_::call(self_)
 }
 
-/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:831)
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:829)
 #[inline]
 pub fn log1p_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log1p_out::call(self_, out)
 }
 
-/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:835)
+/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:833)
 #[inline]
 pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sqrt::call(self_)
 }
 
-/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:841)
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:839)
 #[inline]
 pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sqrt_::call(self_)
 }
 
-/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:846)
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:844)
 #[inline]
 pub fn sqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sqrt_out::call(self_, out)
 }
 
-/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:850)
+/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:848)
 #[inline]
 pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rsqrt::call(self_)
 }
 
-/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:855)
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:853)
 #[inline]
 pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rsqrt_::call(self_)
 }
 
-/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:860)
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:858)
 #[inline]
 pub fn rsqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::rsqrt_out::call(self_, out)
 }
 
-/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:864)
+/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:862)
 #[inline]
 pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
     crate::handles::reciprocal::call(self_)
 }
 
-/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:869)
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:867)
 #[inline]
 pub fn reciprocal_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::reciprocal_::call(self_)
 }
 
-/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:874)
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:872)
 #[inline]
 pub fn reciprocal_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::reciprocal_out::call(self_, out)
 }
 
-/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:878)
+/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:876)
 #[inline]
 pub fn sin(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sin::call(self_)
 }
 
-/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:883)
+/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:881)
 #[inline]
 pub fn sin_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sin_::call(self_)
 }
 
-/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:888)
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:886)
 #[inline]
 pub fn sin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sin_out::call(self_, out)
 }
 
-/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:892)
+/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:890)
 #[inline]
 pub fn cos(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cos::call(self_)
 }
 
-/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:897)
+/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:895)
 #[inline]
 pub fn cos_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cos_::call(self_)
 }
 
-/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:902)
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:900)
 #[inline]
 pub fn cos_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::cos_out::call(self_, out)
 }
 
-/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:906)
+/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:904)
 #[inline]
 pub fn tan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tan::call(self_)
 }
 
-/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:911)
+/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:909)
 #[inline]
 pub fn tan_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tan_::call(self_)
 }
 
-/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:916)
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:914)
 #[inline]
 pub fn tan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::tan_out::call(self_, out)
 }
 
-/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:920)
+/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:918)
 #[inline]
 pub fn asin(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asin::call(self_)
 }
 
-/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:925)
+/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:923)
 #[inline]
 pub fn asin_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asin_::call(self_)
 }
 
-/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:930)
+/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:928)
 #[inline]
 pub fn asin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::asin_out::call(self_, out)
 }
 
-/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:934)
+/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:932)
 #[inline]
 pub fn acos(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acos::call(self_)
 }
 
-/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:939)
+/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:937)
 #[inline]
 pub fn acos_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acos_::call(self_)
 }
 
-/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:944)
+/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:942)
 #[inline]
 pub fn acos_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::acos_out::call(self_, out)
 }
 
-/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:948)
+/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:946)
 #[inline]
 pub fn atan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atan::call(self_)
 }
 
-/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:953)
+/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:951)
 #[inline]
 pub fn atan_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atan_::call(self_)
 }
 
-/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:958)
+/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:956)
 #[inline]
 pub fn atan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::atan_out::call(self_, out)
 }
 
-/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:962)
+/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:960)
 #[inline]
 pub fn sinh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinh::call(self_)
 }
 
-/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:967)
+/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:965)
 #[inline]
 pub fn sinh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinh_::call(self_)
 }
 
-/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:972)
+/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:970)
 #[inline]
 pub fn sinh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sinh_out::call(self_, out)
 }
 
-/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:976)
+/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:974)
 #[inline]
 pub fn cosh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cosh::call(self_)
 }
 
-/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:981)
+/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:979)
 #[inline]
 pub fn cosh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cosh_::call(self_)
 }
 
-/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:986)
+/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:984)
 #[inline]
 pub fn cosh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::cosh_out::call(self_, out)
 }
 
-/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:990)
+/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:988)
 #[inline]
 pub fn tanh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tanh::call(self_)
 }
 
-/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:995)
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:993)
 #[inline]
 pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tanh_::call(self_)
 }
 
-/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1000)
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:998)
 #[inline]
 pub fn tanh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::tanh_out::call(self_, out)
 }
 
-/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:1004)
+/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:1002)
 #[inline]
 pub fn asinh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asinh::call(self_)
 }
 
-/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1009)
+/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1007)
 #[inline]
 pub fn asinh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asinh_::call(self_)
 }
 
-/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1014)
+/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1012)
 #[inline]
 pub fn asinh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::asinh_out::call(self_, out)
 }
 
-/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:1018)
+/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:1016)
 #[inline]
 pub fn acosh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acosh::call(self_)
 }
 
-/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1023)
+/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1021)
 #[inline]
 pub fn acosh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acosh_::call(self_)
 }
 
-/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1028)
+/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1026)
 #[inline]
 pub fn acosh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::acosh_out::call(self_, out)
 }
 
-/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:1032)
+/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:1030)
 #[inline]
 pub fn atanh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atanh::call(self_)
 }
 
-/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1037)
+/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1035)
 #[inline]
 pub fn atanh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atanh_::call(self_)
 }
 
-/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1042)
+/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1040)
 #[inline]
 pub fn atanh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::atanh_out::call(self_, out)
 }
 
-/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1046)
+/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1044)
 #[inline]
 pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sigmoid::call(self_)
 }
 
-/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1051)
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1049)
 #[inline]
 pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sigmoid_::call(self_)
 }
 
-/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1056)
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1054)
 #[inline]
 pub fn sigmoid_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sigmoid_out::call(self_, out)
 }
 
-/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1060)
+/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1058)
 #[inline]
 pub fn erf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erf::call(self_)
 }
 
-/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1065)
+/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1063)
 #[inline]
 pub fn erf_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erf_::call(self_)
 }
 
-/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1070)
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1068)
 #[inline]
 pub fn erf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erf_out::call(self_, out)
 }
 
-/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1074)
+/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1072)
 #[inline]
 pub fn erfc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfc::call(self_)
 }
 
-/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1079)
+/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1077)
 #[inline]
 pub fn erfc_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfc_::call(self_)
 }
 
-/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1084)
+/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1082)
 #[inline]
 pub fn erfc_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erfc_out::call(self_, out)
 }
 
-/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1088)
+/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1086)
 #[inline]
 pub fn floor(self_: &Tensor) -> Result<Tensor> {
     crate::handles::floor::call(self_)
 }
 
-/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1093)
+/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1091)
 #[inline]
 pub fn floor_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::floor_::call(self_)
 }
 
-/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1098)
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1096)
 #[inline]
 pub fn floor_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::floor_out::call(self_, out)
 }
 
-/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1102)
+/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1100)
 #[inline]
 pub fn ceil(self_: &Tensor) -> Result<Tensor> {
     crate::handles::ceil::call(self_)
 }
 
-/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1107)
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1105)
 #[inline]
 pub fn ceil_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::ceil_::call(self_)
 }
 
-/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1112)
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1110)
 #[inline]
 pub fn ceil_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::ceil_out::call(self_, out)
 }
 
-/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1116)
+/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1114)
 #[inline]
 pub fn trunc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trunc::call(self_)
 }
 
-/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1121)
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1119)
 #[inline]
 pub fn trunc_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trunc_::call(self_)
 }
 
-/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1126)
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1124)
 #[inline]
 pub fn trunc_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::trunc_out::call(self_, out)
 }
 
-/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1130)
+/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1128)
 #[inline]
 pub fn round(self_: &Tensor) -> Result<Tensor> {
     crate::handles::round::call(self_)
 }
 
-/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1135)
+/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1133)
 #[inline]
 pub fn round_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::round_::call(self_)
 }
 
-/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1140)
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1138)
 #[inline]
 pub fn round_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::round_out::call(self_, out)
 }
 
-/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1144)
+/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1142)
 #[inline]
 pub fn sign(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sign::call(self_)
 }
 
-/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1149)
+/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1147)
 #[inline]
 pub fn sign_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sign_::call(self_)
 }
 
-/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1154)
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1152)
 #[inline]
 pub fn sign_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sign_out::call(self_, out)
 }
 
-/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1158)
+/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1156)
 #[inline]
 pub fn relu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu::call(self_)
 }
 
-/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1163)
+/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1161)
 #[inline]
 pub fn relu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu_::call(self_)
 }
 
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1168)
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1166)
 #[inline]
 pub fn relu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::relu_out::call(self_, out)
 }
 
-/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1172)
+/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1170)
 #[inline]
 pub fn frac(self_: &Tensor) -> Result<Tensor> {
     crate::handles::frac::call(self_)
 }
 
-/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1177)
+/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1175)
 #[inline]
 pub fn frac_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::frac_::call(self_)
 }
 
-/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1182)
+/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1180)
 #[inline]
 pub fn frac_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::frac_out::call(self_, out)
 }
 
-/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1186)
+/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1184)
 #[inline]
 pub fn silu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::silu::call(self_)
 }
 
-/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1191)
+/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1189)
 #[inline]
 pub fn silu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::silu_::call(self_)
 }
 
-/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1196)
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1194)
 #[inline]
 pub fn silu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::silu_out::call(self_, out)
 }
 
-/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1200)
+/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1198)
 #[inline]
 pub fn mish(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mish::call(self_)
 }
 
-/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1205)
+/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1203)
 #[inline]
 pub fn mish_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mish_::call(self_)
 }
 
-/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1210)
+/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1208)
 #[inline]
 pub fn mish_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::mish_out::call(self_, out)
 }
 
-/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1214)
+/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1212)
 #[inline]
 pub fn hardsigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardsigmoid::call(self_)
 }
 
-/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1219)
+/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1217)
 #[inline]
 pub fn hardsigmoid_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardsigmoid_::call(self_)
 }
 
-/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1224)
+/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1222)
 #[inline]
 pub fn hardsigmoid_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hardsigmoid_out::call(self_, out)
 }
 
-/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1228)
+/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1226)
 #[inline]
 pub fn hardswish(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish::call(self_)
 }
 
-/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1233)
+/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1231)
 #[inline]
 pub fn hardswish_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish_::call(self_)
 }
 
-/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1238)
+/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1236)
 #[inline]
 pub fn hardswish_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish_out::call(self_, out)
 }
 
-/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1244)
+/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1242)
 #[inline]
 pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::maximum::call(self_, other)
 }
 
-/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1249)
+/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1247)
 #[inline]
 pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::minimum::call(self_, other)
 }
 
-/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1254)
+/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1252)
 #[inline]
 pub fn atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::atan2::call(self_, other)
 }
 
-/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1259)
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1257)
 #[inline]
 pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmod_tensor::call(self_, other)
 }
 
-/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1264)
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1262)
 #[inline]
 pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::remainder_tensor::call(self_, other)
 }
 
-/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1269)
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1267)
 #[inline]
 pub fn pow(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::pow_tensor_tensor::call(self_, exponent)
 }
 
-/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1274)
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1272)
 #[inline]
 pub fn pow_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     crate::handles::pow_tensor_scalar::call(self_, exponent)
 }
 
-/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1280)
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1278)
 #[inline]
 pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::pow_scalar::call(self_, exponent)
 }
 
-/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1284)
+/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1282)
 #[inline]
 pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_and::call(self_, other)
 }
 
-/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1289)
+/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1287)
 #[inline]
 pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::logical_not::call(self_)
 }
 
-/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1294)
+/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1292)
 #[inline]
 pub fn isnan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isnan::call(self_)
 }
 
-/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1299)
+/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
 #[inline]
 pub fn lerp(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
     crate::handles::lerp_scalar::call(self_, end, weight)
 }
 
-/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1304)
+/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1302)
 #[inline]
 pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcmul::call(self_, tensor1, tensor2, value)
 }
 
-/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1309)
+/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1307)
 #[inline]
 pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scalar) -> Result<Tensor> {
     crate::handles::threshold_backward::call(grad_output, self_, threshold)
 }
 
-/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1313)
+/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1311)
 #[inline]
 pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcmul_::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1318)
+/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1316)
 #[inline]
 pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1323)
+/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1321)
 #[inline]
 pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv_::call(self_, tensor1, tensor2, value)
 }
 
-/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1328)
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1326)
 #[inline]
 pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp::call(self_, min, max)
 }
 
-/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1333)
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
 #[inline]
 pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::masked_fill_scalar::call(self_, mask, value)
 }
 
-/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1338)
+/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1336)
 #[inline]
 pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
     crate::handles::leaky_relu::call(self_, negative_slope)
 }
 
-/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1343)
+/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1341)
 #[inline]
 pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
     crate::handles::hardtanh::call(self_, min_val, max_val)
 }
 
-/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1348)
+/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1346)
 #[inline]
 pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
     crate::handles::elu::call(self_, alpha, scale, input_scale)
 }
 
-/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1353)
+/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1351)
 #[inline]
 pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     crate::handles::softplus::call(self_, beta, threshold)
 }
 
-/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1358)
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1356)
 #[inline]
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
     crate::handles::gelu::call(self_, approximate)
 }
 
-/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1363)
+/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1361)
 #[inline]
 pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::logit::call(self_, eps)
 }
 
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1370)
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1368)
 #[inline]
 pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::sum::call(self_, dtype)
 }
 
-/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1376)
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1374)
 #[inline]
 pub fn sum_dim_intlist(
     self_: &Tensor,
@@ -1909,217 +1909,217 @@ pub fn sum_dim_intlist(
     crate::handles::sum_dim_intlist::call(self_, dim, keepdim, dtype)
 }
 
-/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1381)
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1379)
 #[inline]
 pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean::call(self_, dtype)
 }
 
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1386)
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1384)
 #[inline]
 pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean_dim::call(self_, dim, keepdim, dtype)
 }
 
-/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1391)
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1389)
 #[inline]
 pub fn prod(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::prod_dim_int::call(self_, dim, keepdim, dtype)
 }
 
-/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1394)
 #[inline]
 pub fn var(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::var_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
 #[inline]
 pub fn std(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::std_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1406)
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1404)
 #[inline]
 pub fn max(self_: &Tensor) -> Result<Tensor> {
     crate::handles::max::call(self_)
 }
 
-/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1411)
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1409)
 #[inline]
 pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::max_dim::call(self_, dim, keepdim)
 }
 
-/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1416)
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1414)
 #[inline]
 pub fn min(self_: &Tensor) -> Result<Tensor> {
     crate::handles::min::call(self_)
 }
 
-/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1421)
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1419)
 #[inline]
 pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::min_dim::call(self_, dim, keepdim)
 }
 
-/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1426)
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1424)
 #[inline]
 pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amax::call(self_, dim, keepdim)
 }
 
-/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1431)
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1429)
 #[inline]
 pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amin::call(self_, dim, keepdim)
 }
 
-/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1436)
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1434)
 #[inline]
 pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmax::call(self_, dim, keepdim)
 }
 
-/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1441)
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1439)
 #[inline]
 pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmin::call(self_, dim, keepdim)
 }
 
-/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1446)
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1444)
 #[inline]
 pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::logsumexp::call(self_, dim, keepdim)
 }
 
-/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1451)
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1449)
 #[inline]
 pub fn all(self_: &Tensor) -> Result<Tensor> {
     crate::handles::all::call(self_)
 }
 
-/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1456)
+/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
 #[inline]
 pub fn any(self_: &Tensor) -> Result<Tensor> {
     crate::handles::any::call(self_)
 }
 
-/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1461)
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1459)
 #[inline]
 pub fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::any_dim::call(self_, dim, keepdim)
 }
 
-/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1466)
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1464)
 #[inline]
 pub fn all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::all_dim::call(self_, dim, keepdim)
 }
 
-/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1471)
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1469)
 #[inline]
 pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumsum::call(self_, dim, dtype)
 }
 
-/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1476)
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1474)
 #[inline]
 pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumprod::call(self_, dim, dtype)
 }
 
-/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1481)
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1479)
 #[inline]
 pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::softmax_int::call(self_, dim, dtype)
 }
 
-/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1486)
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1484)
 #[inline]
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1494)
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1492)
 #[inline]
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::cat::call(tensors, dim)
 }
 
-/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1499)
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1497)
 #[inline]
 pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::cat_out::call(tensors, dim, out)
 }
 
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1503)
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1501)
 #[inline]
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::stack::call(tensors, dim)
 }
 
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1507)
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1505)
 #[inline]
 pub fn stack_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::stack_out::call(tensors, dim, out)
 }
 
-/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1511)
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1509)
 #[inline]
 pub fn split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_tensor::call(self_, split_size, dim)
 }
 
-/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1516)
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1514)
 #[inline]
 pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_with_sizes::call(self_, split_sizes, dim)
 }
 
-/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1521)
+/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1519)
 #[inline]
 pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::chunk::call(self_, chunks, dim)
 }
 
-/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1526)
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1524)
 #[inline]
 pub fn unbind(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unbind_int::call(self_, dim)
 }
 
-/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1531)
+/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1529)
 #[inline]
 pub fn meshgrid(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid::call(tensors)
 }
 
-/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1535)
+/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1533)
 #[inline]
 pub fn meshgrid_indexing(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid_indexing::call(tensors, indexing)
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1539)
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1537)
 #[inline]
 pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     crate::handles::repeat::call(self_, repeats)
 }
 
-/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1544)
+/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1542)
 #[inline]
 pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::tile::call(self_, dims)
 }
 
-/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1549)
+/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1547)
 #[inline]
 pub fn repeat_interleave(repeats: &Tensor, output_size: Option<i64>) -> Result<Tensor> {
     crate::handles::repeat_interleave_tensor::call(repeats, output_size)
 }
 
-/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1553)
+/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1551)
 #[inline]
 pub fn repeat_interleave_self_tensor(
     self_: &Tensor,
@@ -2130,7 +2130,7 @@ pub fn repeat_interleave_self_tensor(
     crate::handles::repeat_interleave_self_tensor::call(self_, repeats, dim, output_size)
 }
 
-/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1558)
+/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1556)
 #[inline]
 pub fn repeat_interleave_self_int(
     self_: &Tensor,
@@ -2141,223 +2141,223 @@ pub fn repeat_interleave_self_int(
     crate::handles::repeat_interleave_self_int::call(self_, repeats, dim, output_size)
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1563)
+/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1561)
 #[inline]
 pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::flip::call(self_, dims)
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1568)
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1566)
 #[inline]
 pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     crate::handles::roll::call(self_, shifts, dims)
 }
 
-/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1573)
+/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1571)
 #[inline]
 pub fn rot90(self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     crate::handles::rot90::call(self_, k_, dims)
 }
 
-/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1578)
+/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1576)
 #[inline]
 pub fn tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril::call(self_, diagonal)
 }
 
-/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1583)
+/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1581)
 #[inline]
 pub fn tril_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril_::call(self_, diagonal)
 }
 
-/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1588)
+/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1586)
 #[inline]
 pub fn tril_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::tril_out::call(self_, diagonal, out)
 }
 
-/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1592)
+/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1590)
 #[inline]
 pub fn triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu::call(self_, diagonal)
 }
 
-/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1597)
+/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1595)
 #[inline]
 pub fn triu_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu_::call(self_, diagonal)
 }
 
-/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1602)
+/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1600)
 #[inline]
 pub fn triu_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::triu_out::call(self_, diagonal, out)
 }
 
-/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1606)
+/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1604)
 #[inline]
 pub fn diag(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::diag::call(self_, diagonal)
 }
 
-/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1611)
+/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1609)
 #[inline]
 pub fn diag_embed(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diag_embed::call(self_, offset, dim1, dim2)
 }
 
-/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1616)
+/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1614)
 #[inline]
 pub fn broadcast_to(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::broadcast_to::call(self_, size)
 }
 
-/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1621)
+/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1619)
 #[inline]
 pub fn movedim(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
     crate::handles::movedim_intlist::call(self_, source, destination)
 }
 
-/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1626)
+/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1624)
 #[inline]
 pub fn movedim_int(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
     crate::handles::movedim_int::call(self_, source, destination)
 }
 
-/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1631)
+/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1629)
 #[inline]
 pub fn unflatten(self_: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     crate::handles::unflatten_int::call(self_, dim, sizes)
 }
 
-/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1636)
+/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1634)
 #[inline]
 pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
     crate::handles::pad::call(self_, pad, mode, value)
 }
 
-/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1640)
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1638)
 #[inline]
 pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
     crate::handles::constant_pad_nd::call(self_, pad, value)
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1644)
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1642)
 #[inline]
 pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     crate::handles::index_select::call(self_, dim, index)
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1650)
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1648)
 #[inline]
 pub fn index_select_out(self_: &Tensor, dim: i64, index: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::index_select_out::call(self_, dim, index, out)
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1654)
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1652)
 #[inline]
 pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
     crate::handles::gather::call(self_, dim, index, sparse_grad)
 }
 
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1659)
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1657)
 #[inline]
 pub fn gather_out(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool, out: &Tensor) -> Result<Tensor> {
     crate::handles::gather_out::call(self_, dim, index, sparse_grad, out)
 }
 
-/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1663)
+/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1661)
 #[inline]
 pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     crate::handles::take::call(self_, index)
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1668)
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1666)
 #[inline]
 pub fn scatter(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src::call(self_, dim, index, src)
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1673)
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1671)
 #[inline]
 pub fn scatter_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_::call(self_, dim, index, src)
 }
 
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1678)
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1676)
 #[inline]
 pub fn scatter_src_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_out::call(self_, dim, index, src, out)
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1682)
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1680)
 #[inline]
 pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value::call(self_, dim, index, value)
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1687)
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1685)
 #[inline]
 pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value_::call(self_, dim, index, value)
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1692)
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1690)
 #[inline]
 pub fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1697)
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1695)
 #[inline]
 pub fn scatter_reduce_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce_::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1702)
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1700)
 #[inline]
 pub fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1707)
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1705)
 #[inline]
 pub fn scatter_value_reduce_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce_::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1712)
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1710)
 #[inline]
 pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add::call(self_, dim, index, src)
 }
 
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1717)
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1715)
 #[inline]
 pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_::call(self_, dim, index, src)
 }
 
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1722)
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1720)
 #[inline]
 pub fn scatter_add_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_out::call(self_, dim, index, src, out)
 }
 
-/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1726)
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1724)
 #[inline]
 pub fn index_add(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1732)
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1730)
 #[inline]
 pub fn index_add_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add_::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1738)
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1736)
 #[inline]
 pub fn index_add_out(
     self_: &Tensor,
@@ -2370,103 +2370,103 @@ pub fn index_add_out(
     crate::handles::index_add_out::call(self_, dim, index, source, alpha, out)
 }
 
-/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1742)
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1740)
 #[inline]
 pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy::call(self_, dim, index, source)
 }
 
-/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1747)
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1745)
 #[inline]
 pub fn index_copy_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy_::call(self_, dim, index, source)
 }
 
-/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1752)
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1750)
 #[inline]
 pub fn index_fill(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1757)
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1755)
 #[inline]
 pub fn index_fill_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar_::call(self_, dim, index, value)
 }
 
-/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1762)
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1760)
 #[inline]
 pub fn index_fill_int_tensor(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1767)
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1765)
 #[inline]
 pub fn index_fill_int_tensor_(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor_::call(self_, dim, index, value)
 }
 
-/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1772)
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1770)
 #[inline]
 pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     crate::handles::index_tensor::call(self_, indices)
 }
 
-/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1777)
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1775)
 #[inline]
 pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put::call(self_, indices, values, accumulate)
 }
 
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1782)
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1780)
 #[inline]
 pub fn index_put_(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put_::call(self_, indices, values, accumulate)
 }
 
-/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1787)
+/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1785)
 #[inline]
 pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::masked_select::call(self_, mask)
 }
 
-/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1792)
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1790)
 #[inline]
 pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter::call(self_, mask, source)
 }
 
-/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1797)
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1795)
 #[inline]
 pub fn masked_scatter_(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter_::call(self_, mask, source)
 }
 
-/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1802)
+/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1800)
 #[inline]
 pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero::call(self_)
 }
 
-/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1807)
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1805)
 #[inline]
 pub fn nonzero_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero_out::call(self_, out)
 }
 
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1811)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1809)
 #[inline]
 pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::count_nonzero::call(self_, dim)
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1816)
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1814)
 #[inline]
 pub fn count_nonzero_dim_intlist(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::count_nonzero_dim_intlist::call(self_, dim)
 }
 
-/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1821)
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1819)
 #[inline]
 pub fn embedding(
     weight: &Tensor,
@@ -2478,7 +2478,7 @@ pub fn embedding(
     crate::handles::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)
 }
 
-/// `embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:1825)
+/// `embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:1823)
 #[inline]
 pub fn embedding_dense_backward(
     grad_output: &Tensor,
@@ -2490,73 +2490,73 @@ pub fn embedding_dense_backward(
     crate::handles::embedding_dense_backward::call(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
 }
 
-/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1829)
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1827)
 #[inline]
 pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     crate::handles::one_hot::call(self_, num_classes)
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1833)
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
 #[inline]
 pub fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort::call(self_, dim, descending)
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1838)
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
 #[inline]
 pub fn sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort_stable::call(self_, stable, dim, descending)
 }
 
-/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1843)
+/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1841)
 #[inline]
 pub fn argsort(self_: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort::call(self_, dim, descending)
 }
 
-/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1848)
+/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1846)
 #[inline]
 pub fn argsort_stable(self_: &Tensor, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort_stable::call(self_, stable, dim, descending)
 }
 
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1853)
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1851)
 #[inline]
 pub fn topk(self_: &Tensor, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::topk::call(self_, k_, dim, largest, sorted)
 }
 
-/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1858)
+/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1856)
 #[inline]
 pub fn kthvalue(self_: &Tensor, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::kthvalue::call(self_, k_, dim, keepdim)
 }
 
-/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1864)
+/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1862)
 #[inline]
 pub fn median(self_: &Tensor) -> Result<Tensor> {
     crate::handles::median::call(self_)
 }
 
-/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1869)
+/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1867)
 #[inline]
 pub fn median_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::median_dim::call(self_, dim, keepdim)
 }
 
-/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1874)
+/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1872)
 #[inline]
 pub fn cummax(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummax::call(self_, dim)
 }
 
-/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1879)
+/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1877)
 #[inline]
 pub fn cummin(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummin::call(self_, dim)
 }
 
-/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1884)
+/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1882)
 #[inline]
 pub fn _unique2(
     self_: &Tensor,
@@ -2567,19 +2567,19 @@ pub fn _unique2(
     crate::handles::_unique2::call(self_, sorted, return_inverse, return_counts)
 }
 
-/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1888)
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1886)
 #[inline]
 pub fn norm(self_: &Tensor, p: Scalar) -> Result<Tensor> {
     crate::handles::norm_scalar::call(self_, p)
 }
 
-/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1894)
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1892)
 #[inline]
 pub fn norm_scalaropt_dim(self_: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dim::call(self_, p, dim, keepdim)
 }
 
-/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1900)
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1898)
 #[inline]
 pub fn norm_scalaropt_dim_dtype(
     self_: &Tensor,
@@ -2591,103 +2591,103 @@ pub fn norm_scalaropt_dim_dtype(
     crate::handles::norm_scalaropt_dim_dtype::call(self_, p, dim, keepdim, dtype)
 }
 
-/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1906)
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1904)
 #[inline]
 pub fn norm_scalaropt_dtype(self_: &Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1915)
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1913)
 #[inline]
 pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::mm::call(self_, mat2)
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1922)
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1920)
 #[inline]
 pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::mm_out::call(self_, mat2, out)
 }
 
-/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1926)
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1924)
 #[inline]
 pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::bmm::call(self_, mat2)
 }
 
-/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1931)
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1929)
 #[inline]
 pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bmm_out::call(self_, mat2, out)
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1935)
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1933)
 #[inline]
 pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1942)
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1940)
 #[inline]
 pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::baddbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1947)
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1945)
 #[inline]
 pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1952)
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1950)
 #[inline]
 pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     crate::handles::mv::call(self_, vec)
 }
 
-/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1958)
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1956)
 #[inline]
 pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     crate::handles::dot::call(self_, tensor)
 }
 
-/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1963)
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1961)
 #[inline]
 pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::vdot::call(self_, other)
 }
 
-/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1968)
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1966)
 #[inline]
 pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
     crate::handles::outer::call(self_, vec2)
 }
 
-/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1973)
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1971)
 #[inline]
 pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::matmul::call(self_, other)
 }
 
-/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1978)
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1976)
 #[inline]
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::linear::call(input, weight, bias)
 }
 
-/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1982)
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1980)
 #[inline]
 pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: &[i64]) -> Result<Tensor> {
     crate::handles::tensordot::call(self_, other, dims_self, dims_other)
 }
 
-/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1986)
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1984)
 #[inline]
 pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::einsum::call(equation, tensors, path)
 }
 
-/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1990)
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1988)
 #[inline]
 pub fn convolution(
     input: &Tensor,
@@ -2713,7 +2713,7 @@ pub fn convolution(
     )
 }
 
-/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1994)
+/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1992)
 #[inline]
 pub fn _convolution_weight_backward(
     grad_output: &Tensor,
@@ -2735,7 +2735,7 @@ pub fn _convolution_weight_backward(
     )
 }
 
-/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1998)
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1996)
 #[inline]
 pub fn conv1d(
     input: &Tensor,
@@ -2749,7 +2749,7 @@ pub fn conv1d(
     crate::handles::conv1d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2002)
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2000)
 #[inline]
 pub fn conv2d(
     input: &Tensor,
@@ -2763,7 +2763,7 @@ pub fn conv2d(
     crate::handles::conv2d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2006)
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2004)
 #[inline]
 pub fn conv3d(
     input: &Tensor,
@@ -2777,7 +2777,7 @@ pub fn conv3d(
     crate::handles::conv3d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2010)
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2008)
 #[inline]
 pub fn conv1d_padding(
     input: &Tensor,
@@ -2791,7 +2791,7 @@ pub fn conv1d_padding(
     crate::handles::conv1d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2014)
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2012)
 #[inline]
 pub fn conv2d_padding(
     input: &Tensor,
@@ -2805,7 +2805,7 @@ pub fn conv2d_padding(
     crate::handles::conv2d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2018)
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2016)
 #[inline]
 pub fn conv3d_padding(
     input: &Tensor,
@@ -2819,7 +2819,7 @@ pub fn conv3d_padding(
     crate::handles::conv3d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2022)
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2020)
 #[inline]
 pub fn conv_transpose1d(
     input: &Tensor,
@@ -2834,7 +2834,7 @@ pub fn conv_transpose1d(
     crate::handles::conv_transpose1d::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2026)
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2024)
 #[inline]
 pub fn conv_transpose2d(
     input: &Tensor,
@@ -2849,7 +2849,7 @@ pub fn conv_transpose2d(
     crate::handles::conv_transpose2d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2030)
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2028)
 #[inline]
 pub fn conv_transpose3d(
     input: &Tensor,
@@ -2864,7 +2864,7 @@ pub fn conv_transpose3d(
     crate::handles::conv_transpose3d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2034)
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2032)
 #[inline]
 pub fn max_pool1d(
     self_: &Tensor,
@@ -2877,7 +2877,7 @@ pub fn max_pool1d(
     crate::handles::max_pool1d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2038)
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2036)
 #[inline]
 pub fn max_pool2d(
     self_: &Tensor,
@@ -2890,7 +2890,7 @@ pub fn max_pool2d(
     crate::handles::max_pool2d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2042)
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2040)
 #[inline]
 pub fn max_pool3d(
     self_: &Tensor,
@@ -2903,7 +2903,7 @@ pub fn max_pool3d(
     crate::handles::max_pool3d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2046)
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2044)
 #[inline]
 pub fn max_pool1d_with_indices(
     self_: &Tensor,
@@ -2916,7 +2916,7 @@ pub fn max_pool1d_with_indices(
     crate::handles::max_pool1d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2050)
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2048)
 #[inline]
 pub fn max_pool2d_with_indices(
     self_: &Tensor,
@@ -2929,7 +2929,7 @@ pub fn max_pool2d_with_indices(
     crate::handles::max_pool2d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2054)
+/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2052)
 #[inline]
 pub fn max_pool2d_with_indices_backward(
     grad_output: &Tensor,
@@ -2953,7 +2953,7 @@ pub fn max_pool2d_with_indices_backward(
     )
 }
 
-/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2058)
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2056)
 #[inline]
 pub fn max_pool3d_with_indices(
     self_: &Tensor,
@@ -2966,7 +2966,7 @@ pub fn max_pool3d_with_indices(
     crate::handles::max_pool3d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2062)
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2060)
 #[inline]
 pub fn avg_pool1d(
     self_: &Tensor,
@@ -2979,7 +2979,7 @@ pub fn avg_pool1d(
     crate::handles::avg_pool1d::call(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
 }
 
-/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2066)
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2064)
 #[inline]
 pub fn avg_pool2d(
     self_: &Tensor,
@@ -3001,7 +3001,7 @@ pub fn avg_pool2d(
     )
 }
 
-/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2070)
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2068)
 #[inline]
 pub fn avg_pool3d(
     self_: &Tensor,
@@ -3023,43 +3023,43 @@ pub fn avg_pool3d(
     )
 }
 
-/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2074)
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2072)
 #[inline]
 pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2078)
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2076)
 #[inline]
 pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2082)
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2080)
 #[inline]
 pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool3d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2086)
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2084)
 #[inline]
 pub fn adaptive_max_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2090)
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2088)
 #[inline]
 pub fn adaptive_max_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2094)
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2092)
 #[inline]
 pub fn adaptive_max_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool3d::call(self_, output_size)
 }
 
-/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2098)
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2096)
 #[inline]
 pub fn upsample_nearest1d(
     input: &Tensor,
@@ -3069,7 +3069,7 @@ pub fn upsample_nearest1d(
     crate::handles::upsample_nearest1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2102)
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2100)
 #[inline]
 pub fn upsample_nearest2d(
     input: &Tensor,
@@ -3079,7 +3079,7 @@ pub fn upsample_nearest2d(
     crate::handles::upsample_nearest2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2106)
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2104)
 #[inline]
 pub fn upsample_nearest3d(
     input: &Tensor,
@@ -3089,7 +3089,7 @@ pub fn upsample_nearest3d(
     crate::handles::upsample_nearest3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2110)
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2108)
 #[inline]
 pub fn upsample_bilinear2d(
     input: &Tensor,
@@ -3100,19 +3100,19 @@ pub fn upsample_bilinear2d(
     crate::handles::upsample_bilinear2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2114)
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2112)
 #[inline]
 pub fn pixel_shuffle(self_: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_shuffle::call(self_, upscale_factor)
 }
 
-/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2118)
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2116)
 #[inline]
 pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_unshuffle::call(self_, downscale_factor)
 }
 
-/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2122)
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2120)
 #[inline]
 pub fn scaled_dot_product_attention(
     query: &Tensor,
@@ -3129,7 +3129,7 @@ pub fn scaled_dot_product_attention(
     )
 }
 
-/// `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2126)
+/// `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2124)
 #[inline]
 pub fn _native_multi_head_attention(
     query: &Tensor,
@@ -3163,7 +3163,7 @@ pub fn _native_multi_head_attention(
     )
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2133)
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2131)
 #[inline]
 pub fn native_layer_norm(
     input: &Tensor,
@@ -3175,7 +3175,7 @@ pub fn native_layer_norm(
     crate::handles::native_layer_norm::call(input, normalized_shape, weight, bias, eps)
 }
 
-/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2137)
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2135)
 #[inline]
 pub fn layer_norm(
     input: &Tensor,
@@ -3188,7 +3188,7 @@ pub fn layer_norm(
     crate::handles::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
 }
 
-/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2141)
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2139)
 #[inline]
 pub fn native_batch_norm(
     input: &Tensor,
@@ -3203,7 +3203,7 @@ pub fn native_batch_norm(
     crate::handles::native_batch_norm::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
 }
 
-/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2145)
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2143)
 #[inline]
 pub fn batch_norm(
     input: &Tensor,
@@ -3229,7 +3229,7 @@ pub fn batch_norm(
     )
 }
 
-/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2149)
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2147)
 #[inline]
 pub fn instance_norm(
     input: &Tensor,
@@ -3255,7 +3255,7 @@ pub fn instance_norm(
     )
 }
 
-/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2153)
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2151)
 #[inline]
 pub fn native_group_norm(
     input: &Tensor,
@@ -3270,7 +3270,7 @@ pub fn native_group_norm(
     crate::handles::native_group_norm::call(input, weight, bias, n, c, hxw, group, eps)
 }
 
-/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2157)
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2155)
 #[inline]
 pub fn group_norm(
     input: &Tensor,
@@ -3283,31 +3283,31 @@ pub fn group_norm(
     crate::handles::group_norm::call(input, num_groups, weight, bias, eps, cudnn_enabled)
 }
 
-/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2162)
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2160)
 #[inline]
 pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::mse_loss::call(self_, target, reduction)
 }
 
-/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2166)
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2164)
 #[inline]
 pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::l1_loss::call(self_, target, reduction)
 }
 
-/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2170)
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2168)
 #[inline]
 pub fn smooth_l1_loss(self_: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
     crate::handles::smooth_l1_loss::call(self_, target, reduction, beta)
 }
 
-/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2174)
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2172)
 #[inline]
 pub fn huber_loss(self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
     crate::handles::huber_loss::call(self_, target, reduction, delta)
 }
 
-/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2178)
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2176)
 #[inline]
 pub fn binary_cross_entropy(
     self_: &Tensor,
@@ -3318,7 +3318,7 @@ pub fn binary_cross_entropy(
     crate::handles::binary_cross_entropy::call(self_, target, weight, reduction)
 }
 
-/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2182)
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2180)
 #[inline]
 pub fn binary_cross_entropy_with_logits(
     self_: &Tensor,
@@ -3330,13 +3330,13 @@ pub fn binary_cross_entropy_with_logits(
     crate::handles::binary_cross_entropy_with_logits::call(self_, target, weight, pos_weight, reduction)
 }
 
-/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2186)
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2184)
 #[inline]
 pub fn kl_div(self_: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
     crate::handles::kl_div::call(self_, target, reduction, log_target)
 }
 
-/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2190)
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2188)
 #[inline]
 pub fn margin_ranking_loss(
     input1: &Tensor,
@@ -3348,7 +3348,7 @@ pub fn margin_ranking_loss(
     crate::handles::margin_ranking_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2194)
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2192)
 #[inline]
 pub fn cosine_embedding_loss(
     input1: &Tensor,
@@ -3360,7 +3360,7 @@ pub fn cosine_embedding_loss(
     crate::handles::cosine_embedding_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2198)
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2196)
 #[inline]
 pub fn triplet_margin_loss(
     anchor: &Tensor,
@@ -3375,7 +3375,7 @@ pub fn triplet_margin_loss(
     crate::handles::triplet_margin_loss::call(anchor, positive, negative, margin, p, eps, swap, reduction)
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2202)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2200)
 #[inline]
 pub fn nll_loss(
     self_: &Tensor,
@@ -3387,7 +3387,7 @@ pub fn nll_loss(
     crate::handles::nll_loss::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2206)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2204)
 #[inline]
 pub fn nll_loss2d(
     self_: &Tensor,
@@ -3399,7 +3399,7 @@ pub fn nll_loss2d(
     crate::handles::nll_loss2d::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2210)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2208)
 #[inline]
 pub fn nll_loss_nd(
     self_: &Tensor,
@@ -3411,7 +3411,7 @@ pub fn nll_loss_nd(
     crate::handles::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2214)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2212)
 #[inline]
 pub fn cross_entropy_loss(
     self_: &Tensor,
@@ -3424,169 +3424,169 @@ pub fn cross_entropy_loss(
     crate::handles::cross_entropy_loss::call(self_, target, weight, reduction, ignore_index, label_smoothing)
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2219)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2217)
 #[inline]
 pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout::call(input, p, train)
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2223)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2221)
 #[inline]
 pub fn dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout_::call(self_, p, train)
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2227)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2225)
 #[inline]
 pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout::call(input, p, train)
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2231)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2229)
 #[inline]
 pub fn feature_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout_::call(self_, p, train)
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2235)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2233)
 #[inline]
 pub fn alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout::call(input, p, train)
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2239)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2237)
 #[inline]
 pub fn alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout_::call(self_, p, train)
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2243)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2241)
 #[inline]
 pub fn feature_alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout::call(input, p, train)
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2247)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2245)
 #[inline]
 pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout_::call(self_, p, train)
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2251)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2249)
 #[inline]
 pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::handles::native_dropout::call(input, p, train)
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2256)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2254)
 #[inline]
 pub fn erfinv(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv::call(self_)
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2261)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2259)
 #[inline]
 pub fn erfinv_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_::call(self_)
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2266)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2264)
 #[inline]
 pub fn erfinv_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_out::call(self_, out)
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2270)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2268)
 #[inline]
 pub fn sgn(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn::call(self_)
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2275)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2273)
 #[inline]
 pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_::call(self_)
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2280)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2278)
 #[inline]
 pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_out::call(self_, out)
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2284)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2282)
 #[inline]
 pub fn square(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square::call(self_)
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2289)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2287)
 #[inline]
 pub fn square_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square_::call(self_)
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2294)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2292)
 #[inline]
 pub fn selu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu::call(self_)
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2298)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2296)
 #[inline]
 pub fn selu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu_::call(self_)
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2302)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2300)
 #[inline]
 pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isinf::call(self_)
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2307)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2305)
 #[inline]
 pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isfinite::call(self_)
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2312)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2310)
 #[inline]
 pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf::call(self_)
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2317)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2315)
 #[inline]
 pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf_out::call(self_, out)
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2321)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2319)
 #[inline]
 pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf::call(self_)
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2326)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2324)
 #[inline]
 pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf_out::call(self_, out)
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2330)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2328)
 #[inline]
 pub fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2335)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2333)
 #[inline]
 pub fn nan_to_num_(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num_::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2340)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2338)
 #[inline]
 pub fn nan_to_num_out(
     self_: &Tensor,
@@ -3598,529 +3598,529 @@ pub fn nan_to_num_out(
     crate::handles::nan_to_num_out::call(self_, nan, posinf, neginf, out)
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2344)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2342)
 #[inline]
 pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals::call(self_, decimals)
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2349)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2347)
 #[inline]
 pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals_::call(self_, decimals)
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2354)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2352)
 #[inline]
 pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::round_decimals_out::call(self_, decimals, out)
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2358)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2356)
 #[inline]
 pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not::call(self_)
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2363)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2361)
 #[inline]
 pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_::call(self_)
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2368)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2366)
 #[inline]
 pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_out::call(self_, out)
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2372)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2370)
 #[inline]
 pub fn clamp_(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp_::call(self_, min, max)
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2377)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2375)
 #[inline]
 pub fn clamp_out(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_out::call(self_, min, max, out)
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2381)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2379)
 #[inline]
 pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor::call(self_, min, max)
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2386)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2384)
 #[inline]
 pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor_::call(self_, min, max)
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2391)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2389)
 #[inline]
 pub fn clamp_tensor_out(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_tensor_out::call(self_, min, max, out)
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2395)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2393)
 #[inline]
 pub fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min::call(self_, min)
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2400)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2398)
 #[inline]
 pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor::call(self_, min)
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2405)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2403)
 #[inline]
 pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min_::call(self_, min)
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2410)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2408)
 #[inline]
 pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_::call(self_, min)
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2415)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2413)
 #[inline]
 pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_out::call(self_, min, out)
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2419)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2417)
 #[inline]
 pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_out::call(self_, min, out)
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2423)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2421)
 #[inline]
 pub fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max::call(self_, max)
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2428)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2426)
 #[inline]
 pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor::call(self_, max)
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2433)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2431)
 #[inline]
 pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max_::call(self_, max)
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2438)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2436)
 #[inline]
 pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_::call(self_, max)
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2443)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2441)
 #[inline]
 pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_out::call(self_, max, out)
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2447)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2445)
 #[inline]
 pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_out::call(self_, max, out)
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2451)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2449)
 #[inline]
 pub fn relu6(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6::call(self_)
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2455)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2453)
 #[inline]
 pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6_::call(self_)
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2459)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2457)
 #[inline]
 pub fn celu(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu::call(self_, alpha)
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2463)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2461)
 #[inline]
 pub fn celu_(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu_::call(self_, alpha)
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2467)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2465)
 #[inline]
 pub fn threshold(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold::call(self_, threshold, value)
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2471)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2469)
 #[inline]
 pub fn threshold_(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold_::call(self_, threshold, value)
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2475)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2473)
 #[inline]
 pub fn threshold_out(self_: &Tensor, threshold: Scalar, value: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::threshold_out::call(self_, threshold, value, out)
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2479)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2477)
 #[inline]
 pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::glu::call(self_, dim)
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2483)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2481)
 #[inline]
 pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::prelu::call(self_, weight)
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2488)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2486)
 #[inline]
 pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log_sigmoid::call(self_)
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2492)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2490)
 #[inline]
 pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::log_sigmoid_forward::call(self_)
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2496)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2494)
 #[inline]
 pub fn fmax(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmax::call(self_, other)
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2502)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2500)
 #[inline]
 pub fn fmax_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmax_out::call(self_, other, out)
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2506)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2504)
 #[inline]
 pub fn fmin(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmin::call(self_, other)
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2512)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2510)
 #[inline]
 pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmin_out::call(self_, other, out)
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2516)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2514)
 #[inline]
 pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot::call(self_, other)
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2521)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2519)
 #[inline]
 pub fn hypot_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_::call(self_, other)
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2526)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2524)
 #[inline]
 pub fn hypot_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_out::call(self_, other, out)
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2530)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2528)
 #[inline]
 pub fn copysign(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor::call(self_, other)
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2535)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2533)
 #[inline]
 pub fn copysign_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor_::call(self_, other)
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2540)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2538)
 #[inline]
 pub fn copysign_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_out::call(self_, other, out)
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2544)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2542)
 #[inline]
 pub fn copysign_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar::call(self_, other)
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2549)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2547)
 #[inline]
 pub fn copysign_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar_::call(self_, other)
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2554)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
 #[inline]
 pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide::call(self_, other)
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2559)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
 #[inline]
 pub fn floor_divide_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_tensor_::call(self_, other)
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2564)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2562)
 #[inline]
 pub fn floor_divide_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_out::call(self_, other, out)
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2568)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2566)
 #[inline]
 pub fn floor_divide_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar::call(self_, other)
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2573)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
 #[inline]
 pub fn floor_divide_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2578)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2576)
 #[inline]
 pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor::call(self_, other)
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2583)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2581)
 #[inline]
 pub fn bitwise_and_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar::call(self_, other)
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2588)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2586)
 #[inline]
 pub fn bitwise_and_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2592)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2590)
 #[inline]
 pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_::call(self_, other)
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2597)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
 #[inline]
 pub fn bitwise_and_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2602)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2600)
 #[inline]
 pub fn bitwise_and_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2606)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2604)
 #[inline]
 pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor::call(self_, other)
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2611)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2609)
 #[inline]
 pub fn bitwise_or_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar::call(self_, other)
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2616)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
 #[inline]
 pub fn bitwise_or_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2620)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2618)
 #[inline]
 pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_::call(self_, other)
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2625)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
 #[inline]
 pub fn bitwise_or_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_::call(self_, other)
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2630)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2628)
 #[inline]
 pub fn bitwise_or_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2634)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2632)
 #[inline]
 pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2639)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2637)
 #[inline]
 pub fn bitwise_xor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2644)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2642)
 #[inline]
 pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2648)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2646)
 #[inline]
 pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_::call(self_, other)
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2653)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2651)
 #[inline]
 pub fn bitwise_xor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_::call(self_, other)
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2658)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2656)
 #[inline]
 pub fn bitwise_xor_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2662)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2660)
 #[inline]
 pub fn bitwise_left_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2667)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2665)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2670)
 #[inline]
 pub fn bitwise_left_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2676)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2674)
 #[inline]
 pub fn bitwise_left_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2681)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2679)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2686)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2684)
 #[inline]
 pub fn bitwise_left_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2690)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2688)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2694)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2692)
 #[inline]
 pub fn bitwise_right_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2699)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2697)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2704)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2702)
 #[inline]
 pub fn bitwise_right_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2708)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2706)
 #[inline]
 pub fn bitwise_right_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2713)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2711)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2718)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2716)
 #[inline]
 pub fn bitwise_right_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2722)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2720)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2726)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2724)
 #[inline]
 pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_or::call(self_, other)
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2731)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2729)
 #[inline]
 pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_xor::call(self_, other)
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2736)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2734)
 #[inline]
 pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean::call(self_, unbiased)
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2740)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2738)
 #[inline]
 pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2744)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2742)
 #[inline]
 pub fn var_mean_correction(
     self_: &Tensor,
@@ -4131,19 +4131,19 @@ pub fn var_mean_correction(
     crate::handles::var_mean_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2748)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2746)
 #[inline]
 pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean::call(self_, unbiased)
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2752)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2750)
 #[inline]
 pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2756)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2754)
 #[inline]
 pub fn std_mean_correction(
     self_: &Tensor,
@@ -4154,175 +4154,175 @@ pub fn std_mean_correction(
     crate::handles::std_mean_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2761)
+/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2759)
 #[inline]
 pub fn atleast_1d(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atleast_1d::call(self_)
 }
 
-/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2765)
+/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2763)
 #[inline]
 pub fn atleast_2d(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atleast_2d::call(self_)
 }
 
-/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2769)
+/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2767)
 #[inline]
 pub fn atleast_3d(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atleast_3d::call(self_)
 }
 
-/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2773)
+/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2771)
 #[inline]
 pub fn atleast_1d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::atleast_1d_sequence::call(tensors)
 }
 
-/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2777)
+/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2775)
 #[inline]
 pub fn atleast_2d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::atleast_2d_sequence::call(tensors)
 }
 
-/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2781)
+/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2779)
 #[inline]
 pub fn atleast_3d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::atleast_3d_sequence::call(tensors)
 }
 
-/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2785)
+/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2783)
 #[inline]
 pub fn mt(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mt::call(self_)
 }
 
-/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2789)
+/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2787)
 #[inline]
 pub fn mh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mh::call(self_)
 }
 
-/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2793)
+/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2791)
 #[inline]
 pub fn matrix_h(self_: &Tensor) -> Result<Tensor> {
     crate::handles::matrix_h::call(self_)
 }
 
-/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2797)
+/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2795)
 #[inline]
 pub fn numpy_t(self_: &Tensor) -> Result<Tensor> {
     crate::handles::numpy_t::call(self_)
 }
 
-/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2801)
+/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2799)
 #[inline]
 pub fn ravel(self_: &Tensor) -> Result<Tensor> {
     crate::handles::ravel::call(self_)
 }
 
-/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2805)
+/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2803)
 #[inline]
 pub fn flipud(self_: &Tensor) -> Result<Tensor> {
     crate::handles::flipud::call(self_)
 }
 
-/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2809)
+/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2807)
 #[inline]
 pub fn fliplr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::fliplr::call(self_)
 }
 
-/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2813)
+/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2811)
 #[inline]
 pub fn hstack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::hstack::call(tensors)
 }
 
-/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2817)
+/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2815)
 #[inline]
 pub fn vstack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::vstack::call(tensors)
 }
 
-/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2821)
+/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2819)
 #[inline]
 pub fn dstack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::dstack::call(tensors)
 }
 
-/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2825)
+/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2823)
 #[inline]
 pub fn column_stack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::column_stack::call(tensors)
 }
 
-/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2829)
+/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2827)
 #[inline]
 pub fn positive(self_: &Tensor) -> Result<Tensor> {
     crate::handles::positive::call(self_)
 }
 
-/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2833)
+/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2831)
 #[inline]
 pub fn resolve_neg(self_: &Tensor) -> Result<Tensor> {
     crate::handles::resolve_neg::call(self_)
 }
 
-/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2837)
+/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2835)
 #[inline]
 pub fn resolve_conj(self_: &Tensor) -> Result<Tensor> {
     crate::handles::resolve_conj::call(self_)
 }
 
-/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2841)
+/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2839)
 #[inline]
 pub fn conj_physical(self_: &Tensor) -> Result<Tensor> {
     crate::handles::conj_physical::call(self_)
 }
 
-/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2845)
+/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2843)
 #[inline]
 pub fn real(self_: &Tensor) -> Result<Tensor> {
     crate::handles::real::call(self_)
 }
 
-/// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2850)
+/// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2848)
 #[inline]
 pub fn imag(self_: &Tensor) -> Result<Tensor> {
     crate::handles::imag::call(self_)
 }
 
-/// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2855)
+/// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2853)
 #[inline]
 pub fn conj(self_: &Tensor) -> Result<Tensor> {
     crate::handles::conj::call(self_)
 }
 
-/// `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2861)
+/// `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2859)
 #[inline]
 pub fn view_as_real(self_: &Tensor) -> Result<Tensor> {
     crate::handles::view_as_real::call(self_)
 }
 
-/// `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2865)
+/// `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2863)
 #[inline]
 pub fn view_as_complex(self_: &Tensor) -> Result<Tensor> {
     crate::handles::view_as_complex::call(self_)
 }
 
-/// `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2869)
+/// `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2867)
 #[inline]
 pub fn complex(real: &Tensor, imag: &Tensor) -> Result<Tensor> {
     crate::handles::complex::call(real, imag)
 }
 
-/// `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2873)
+/// `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2871)
 #[inline]
 pub fn polar(abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
     crate::handles::polar::call(abs, angle)
 }
 
-/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2878)
+/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2876)
 #[inline]
 pub fn stft(
     self_: &Tensor,
@@ -4348,7 +4348,7 @@ pub fn stft(
     )
 }
 
-/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2883)
+/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2881)
 #[inline]
 pub fn stft_center(
     self_: &Tensor,
@@ -4378,7 +4378,7 @@ pub fn stft_center(
     )
 }
 
-/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2888)
+/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2886)
 #[inline]
 pub fn istft(
     self_: &Tensor,
@@ -4406,199 +4406,199 @@ pub fn istft(
     )
 }
 
-/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2893)
+/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2891)
 #[inline]
 pub fn _fft_c2c(self_: &Tensor, dim: &[i64], normalization: i64, forward: bool) -> Result<Tensor> {
     crate::handles::_fft_c2c::call(self_, dim, normalization, forward)
 }
 
-/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2897)
+/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2895)
 #[inline]
 pub fn _fft_r2c(self_: &Tensor, dim: &[i64], normalization: i64, onesided: bool) -> Result<Tensor> {
     crate::handles::_fft_r2c::call(self_, dim, normalization, onesided)
 }
 
-/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2901)
+/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2899)
 #[inline]
 pub fn _fft_c2r(self_: &Tensor, dim: &[i64], normalization: i64, last_dim_size: i64) -> Result<Tensor> {
     crate::handles::_fft_c2r::call(self_, dim, normalization, last_dim_size)
 }
 
-/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2905)
+/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2903)
 #[inline]
 pub fn fft_fft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fft::call(self_, n, dim, norm)
 }
 
-/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2909)
+/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2907)
 #[inline]
 pub fn fft_ifft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifft::call(self_, n, dim, norm)
 }
 
-/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2913)
+/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2911)
 #[inline]
 pub fn fft_rfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfft::call(self_, n, dim, norm)
 }
 
-/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2917)
+/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2915)
 #[inline]
 pub fn fft_ihfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfft::call(self_, n, dim, norm)
 }
 
-/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2921)
+/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2919)
 #[inline]
 pub fn fft_fft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fft2::call(self_, s, dim, norm)
 }
 
-/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2925)
+/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2923)
 #[inline]
 pub fn fft_ifft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifft2::call(self_, s, dim, norm)
 }
 
-/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2929)
+/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2927)
 #[inline]
 pub fn fft_rfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2933)
+/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2931)
 #[inline]
 pub fn fft_ihfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2937)
+/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2935)
 #[inline]
 pub fn fft_fftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fftn::call(self_, s, dim, norm)
 }
 
-/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
+/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2939)
 #[inline]
 pub fn fft_ifftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifftn::call(self_, s, dim, norm)
 }
 
-/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
+/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2943)
 #[inline]
 pub fn fft_rfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
+/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2947)
 #[inline]
 pub fn fft_ihfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfftn::call(self_, s, dim, norm)
 }
 
-/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2953)
+/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2951)
 #[inline]
 pub fn isreal(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isreal::call(self_)
 }
 
-/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2957)
+/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2955)
 #[inline]
 pub fn broadcast_tensors(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::broadcast_tensors::call(tensors)
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2961)
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2959)
 #[inline]
 pub fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::view_copy::call(self_, size)
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2965)
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2963)
 #[inline]
 pub fn unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::unsqueeze_copy::call(self_, dim)
 }
 
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2969)
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2967)
 #[inline]
 pub fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     crate::handles::unfold_copy::call(self_, dimension, size, step)
 }
 
-/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2973)
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2971)
 #[inline]
 pub fn unbind_copy(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unbind_copy_int::call(self_, dim)
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2977)
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2975)
 #[inline]
 pub fn transpose_copy(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     crate::handles::transpose_copy_int::call(self_, dim0, dim1)
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2981)
+/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2979)
 #[inline]
 pub fn permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::permute_copy::call(self_, dims)
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2985)
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2983)
 #[inline]
 pub fn expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
     crate::handles::expand_copy::call(self_, size, implicit)
 }
 
-/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2989)
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2987)
 #[inline]
 pub fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diagonal_copy::call(self_, offset, dim1, dim2)
 }
 
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2993)
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2991)
 #[inline]
 pub fn as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
     crate::handles::as_strided_copy::call(self_, size, stride, storage_offset)
 }
 
-/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2997)
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2995)
 #[inline]
 pub fn split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_with_sizes_copy::call(self_, split_sizes, dim)
 }
 
-/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3001)
+/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2999)
 #[inline]
 pub fn t_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::t_copy::call(self_)
 }
 
-/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3005)
+/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3003)
 #[inline]
 pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::alias_copy::call(self_)
 }
 
-/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3009)
+/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3007)
 #[inline]
 pub fn squeeze_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::squeeze_copy::call(self_)
 }
 
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3013)
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3011)
 #[inline]
 pub fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::squeeze_copy_dim::call(self_, dim)
 }
 
-/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3017)
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3015)
 #[inline]
 pub fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     crate::handles::narrow_copy::call(self_, dim, start, length)
 }
 
-/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3021)
+/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3019)
 #[inline]
 pub fn new_zeros(
     self_: &Tensor,
@@ -4611,7 +4611,7 @@ pub fn new_zeros(
     crate::handles::new_zeros::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3025)
+/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3023)
 #[inline]
 pub fn new_ones(
     self_: &Tensor,
@@ -4624,7 +4624,7 @@ pub fn new_ones(
     crate::handles::new_ones::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3029)
+/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3027)
 #[inline]
 pub fn new_empty(
     self_: &Tensor,
@@ -4637,7 +4637,7 @@ pub fn new_empty(
     crate::handles::new_empty::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3033)
+/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3031)
 #[inline]
 pub fn new_full(
     self_: &Tensor,
@@ -4651,7 +4651,7 @@ pub fn new_full(
     crate::handles::new_full::call(self_, size, fill_value, dtype, layout, device, pin_memory)
 }
 
-/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3037)
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3035)
 #[inline]
 pub fn new_empty_strided(
     self_: &Tensor,
@@ -4665,7 +4665,7 @@ pub fn new_empty_strided(
     crate::handles::new_empty_strided::call(self_, size, stride, dtype, layout, device, pin_memory)
 }
 
-/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3041)
+/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3039)
 #[inline]
 pub fn empty_permuted(
     size: &[i64],
@@ -4678,7 +4678,7 @@ pub fn empty_permuted(
     crate::handles::empty_permuted::call(size, physical_layout, dtype, layout, device, pin_memory)
 }
 
-/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3045)
+/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3043)
 #[inline]
 pub fn scalar_tensor(
     s: Scalar,
@@ -4690,277 +4690,277 @@ pub fn scalar_tensor(
     crate::handles::scalar_tensor::call(s, dtype, layout, device, pin_memory)
 }
 
-/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3049)
+/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3047)
 #[inline]
 pub fn min_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::min_other::call(self_, other)
 }
 
-/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3053)
+/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3051)
 #[inline]
 pub fn max_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::max_other::call(self_, other)
 }
 
-/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3057)
+/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3055)
 #[inline]
 pub fn rad2deg(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rad2deg::call(self_)
 }
 
-/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3061)
+/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3059)
 #[inline]
 pub fn deg2rad(self_: &Tensor) -> Result<Tensor> {
     crate::handles::deg2rad::call(self_)
 }
 
-/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3065)
+/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3063)
 #[inline]
 pub fn signbit(self_: &Tensor) -> Result<Tensor> {
     crate::handles::signbit::call(self_)
 }
 
-/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3069)
+/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3067)
 #[inline]
 pub fn logaddexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logaddexp::call(self_, other)
 }
 
-/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3073)
+/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3071)
 #[inline]
 pub fn logaddexp2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logaddexp2::call(self_, other)
 }
 
-/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3077)
+/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3075)
 #[inline]
 pub fn sinc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinc::call(self_)
 }
 
-/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3081)
+/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3079)
 #[inline]
 pub fn xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::xlogy_tensor::call(self_, other)
 }
 
-/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3085)
+/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3083)
 #[inline]
 pub fn xlogy_scalar_self(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::xlogy_scalar_self::call(self_, other)
 }
 
-/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3089)
+/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3087)
 #[inline]
 pub fn xlogy_scalar_other(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::xlogy_scalar_other::call(self_, other)
 }
 
-/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3093)
+/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3091)
 #[inline]
 pub fn special_xlog1py(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_xlog1py::call(self_, other)
 }
 
-/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3097)
+/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3095)
 #[inline]
 pub fn special_xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_xlogy::call(self_, other)
 }
 
-/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3101)
+/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3099)
 #[inline]
 pub fn heaviside(self_: &Tensor, values: &Tensor) -> Result<Tensor> {
     crate::handles::heaviside::call(self_, values)
 }
 
-/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3105)
+/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3103)
 #[inline]
 pub fn float_power(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::float_power_tensor_tensor::call(self_, exponent)
 }
 
-/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3109)
+/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3107)
 #[inline]
 pub fn float_power_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     crate::handles::float_power_tensor_scalar::call(self_, exponent)
 }
 
-/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3113)
+/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3111)
 #[inline]
 pub fn float_power_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::float_power_scalar::call(self_, exponent)
 }
 
-/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3117)
+/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3115)
 #[inline]
 pub fn ldexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::ldexp_tensor::call(self_, other)
 }
 
-/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3121)
+/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3119)
 #[inline]
 pub fn isclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
     crate::handles::isclose::call(self_, other, rtol, atol, equal_nan)
 }
 
-/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3125)
+/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3123)
 #[inline]
 pub fn hardshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
     crate::handles::hardshrink::call(self_, lambd)
 }
 
-/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3129)
+/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3127)
 #[inline]
 pub fn softshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
     crate::handles::softshrink::call(self_, lambd)
 }
 
-/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3133)
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3131)
 #[inline]
 pub fn prod_op(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::prod::call(self_, dtype)
 }
 
-/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3137)
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3135)
 #[inline]
 pub fn var_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
     crate::handles::var_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3141)
+/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3139)
 #[inline]
 pub fn var_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
     crate::handles::var::call(self_, unbiased)
 }
 
-/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3145)
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3143)
 #[inline]
 pub fn std_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
     crate::handles::std_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3149)
+/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3147)
 #[inline]
 pub fn std_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
     crate::handles::std::call(self_, unbiased)
 }
 
-/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3153)
+/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3151)
 #[inline]
 pub fn nansum(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::nansum::call(self_, dim, keepdim, dtype)
 }
 
-/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3157)
+/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3155)
 #[inline]
 pub fn nanmean(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::nanmean::call(self_, dim, keepdim, dtype)
 }
 
-/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3161)
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3159)
 #[inline]
 pub fn aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::aminmax::call(self_, dim, keepdim)
 }
 
-/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3165)
+/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3163)
 #[inline]
 pub fn logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::logcumsumexp::call(self_, dim)
 }
 
-/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3169)
+/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3167)
 #[inline]
 pub fn trace(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trace::call(self_)
 }
 
-/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3173)
+/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3171)
 #[inline]
 pub fn sum_to_size(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::sum_to_size::call(self_, size)
 }
 
-/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3177)
+/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3175)
 #[inline]
 pub fn inner(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::inner::call(self_, other)
 }
 
-/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3181)
+/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3179)
 #[inline]
 pub fn addmv(self_: &Tensor, mat: &Tensor, vec: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addmv::call(self_, mat, vec, beta, alpha)
 }
 
-/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3185)
+/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3183)
 #[inline]
 pub fn addr(self_: &Tensor, vec1: &Tensor, vec2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addr::call(self_, vec1, vec2, beta, alpha)
 }
 
-/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3189)
+/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3187)
 #[inline]
 pub fn linalg_cross(self_: &Tensor, other: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::linalg_cross::call(self_, other, dim)
 }
 
-/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3193)
+/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3191)
 #[inline]
 pub fn cross(self_: &Tensor, other: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::cross::call(self_, other, dim)
 }
 
-/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3197)
+/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3195)
 #[inline]
 pub fn kron(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::kron::call(self_, other)
 }
 
-/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3201)
+/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3199)
 #[inline]
 pub fn dist(self_: &Tensor, other: &Tensor, p: Scalar) -> Result<Tensor> {
     crate::handles::dist::call(self_, other, p)
 }
 
-/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3205)
+/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3203)
 #[inline]
 pub fn pairwise_distance(x1: &Tensor, x2: &Tensor, p: f64, eps: f64, keepdim: bool) -> Result<Tensor> {
     crate::handles::pairwise_distance::call(x1, x2, p, eps, keepdim)
 }
 
-/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3209)
+/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3207)
 #[inline]
 pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
     crate::handles::cosine_similarity::call(x1, x2, dim, eps)
 }
 
-/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3213)
+/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3211)
 #[inline]
 pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Result<Tensor> {
     crate::handles::cdist::call(x1, x2, p, compute_mode)
 }
 
-/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3217)
+/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3215)
 #[inline]
 pub fn pdist(self_: &Tensor, p: f64) -> Result<Tensor> {
     crate::handles::pdist::call(self_, p)
 }
 
-/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3221)
+/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3219)
 #[inline]
 pub fn soft_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::soft_margin_loss::call(self_, target, reduction)
 }
 
-/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3225)
+/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3223)
 #[inline]
 pub fn hinge_embedding_loss(self_: &Tensor, target: &Tensor, margin: f64, reduction: i64) -> Result<Tensor> {
     crate::handles::hinge_embedding_loss::call(self_, target, margin, reduction)
 }
 
-/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3229)
+/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3227)
 #[inline]
 pub fn poisson_nll_loss(
     input: &Tensor,
@@ -4973,19 +4973,19 @@ pub fn poisson_nll_loss(
     crate::handles::poisson_nll_loss::call(input, target, log_input, full, eps, reduction)
 }
 
-/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3233)
+/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3231)
 #[inline]
 pub fn rms_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::rms_norm::call(input, normalized_shape, weight, eps)
 }
 
-/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3237)
+/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3235)
 #[inline]
 pub fn channel_shuffle(self_: &Tensor, groups: i64) -> Result<Tensor> {
     crate::handles::channel_shuffle::call(self_, groups)
 }
 
-/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3241)
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3239)
 #[inline]
 pub fn linalg_vector_norm(
     self_: &Tensor,
@@ -4997,91 +4997,91 @@ pub fn linalg_vector_norm(
     crate::handles::linalg_vector_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3245)
+/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3243)
 #[inline]
 pub fn linalg_diagonal(a_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::linalg_diagonal::call(a_, offset, dim1, dim2)
 }
 
-/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3249)
+/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3247)
 #[inline]
 pub fn diagflat(self_: &Tensor, offset: i64) -> Result<Tensor> {
     crate::handles::diagflat::call(self_, offset)
 }
 
-/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3253)
+/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3251)
 #[inline]
 pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::block_diag::call(tensors)
 }
 
-/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3257)
+/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3255)
 #[inline]
 pub fn cartesian_prod(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::cartesian_prod::call(tensors)
 }
 
-/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3261)
+/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3259)
 #[inline]
 pub fn combinations(self_: &Tensor, r_: i64, with_replacement: bool) -> Result<Tensor> {
     crate::handles::combinations::call(self_, r_, with_replacement)
 }
 
-/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3265)
+/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3263)
 #[inline]
 pub fn diff(self_: &Tensor, n: i64, dim: i64, prepend: Option<&Tensor>, append: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::diff::call(self_, n, dim, prepend, append)
 }
 
-/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3269)
+/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3267)
 #[inline]
 pub fn trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::trapezoid_x::call(y, x, dim)
 }
 
-/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3273)
+/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3271)
 #[inline]
 pub fn trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
     crate::handles::trapezoid_dx::call(y, dx, dim)
 }
 
-/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3277)
+/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3275)
 #[inline]
 pub fn trapz(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::trapz_x::call(y, x, dim)
 }
 
-/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3281)
+/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3279)
 #[inline]
 pub fn trapz_dx(y: &Tensor, dx: f64, dim: i64) -> Result<Tensor> {
     crate::handles::trapz_dx::call(y, dx, dim)
 }
 
-/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3285)
+/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3283)
 #[inline]
 pub fn cumulative_trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::cumulative_trapezoid_x::call(y, x, dim)
 }
 
-/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3289)
+/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3287)
 #[inline]
 pub fn cumulative_trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
     crate::handles::cumulative_trapezoid_dx::call(y, dx, dim)
 }
 
-/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3293)
+/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3291)
 #[inline]
 pub fn tensor_split(self_: &Tensor, sections: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::tensor_split_sections::call(self_, sections, dim)
 }
 
-/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3297)
+/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3295)
 #[inline]
 pub fn tensor_split_indices(self_: &Tensor, indices: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::tensor_split_indices::call(self_, indices, dim)
 }
 
-/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3301)
+/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3299)
 #[inline]
 pub fn tensor_split_tensor_indices_or_sections(
     self_: &Tensor,
@@ -5091,79 +5091,79 @@ pub fn tensor_split_tensor_indices_or_sections(
     crate::handles::tensor_split_tensor_indices_or_sections::call(self_, tensor_indices_or_sections, dim)
 }
 
-/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3305)
+/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3303)
 #[inline]
 pub fn hsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_int::call(self_, sections)
 }
 
-/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3309)
+/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3307)
 #[inline]
 pub fn vsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_int::call(self_, sections)
 }
 
-/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3313)
+/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3311)
 #[inline]
 pub fn dsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_int::call(self_, sections)
 }
 
-/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3317)
+/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3315)
 #[inline]
 pub fn hsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_array::call(self_, indices)
 }
 
-/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3321)
+/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3319)
 #[inline]
 pub fn vsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_array::call(self_, indices)
 }
 
-/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3325)
+/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3323)
 #[inline]
 pub fn dsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_array::call(self_, indices)
 }
 
-/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3329)
+/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3327)
 #[inline]
 pub fn unsafe_split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unsafe_split_tensor::call(self_, split_size, dim)
 }
 
-/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3333)
+/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3331)
 #[inline]
 pub fn unsafe_chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unsafe_chunk::call(self_, chunks, dim)
 }
 
-/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3337)
+/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3335)
 #[inline]
 pub fn take_along_dim(self_: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::take_along_dim::call(self_, indices, dim)
 }
 
-/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3341)
+/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3339)
 #[inline]
 pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
     crate::handles::argwhere::call(self_)
 }
 
-/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3345)
+/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3343)
 #[inline]
 pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
     crate::handles::narrow_tensor::call(self_, dim, start, length)
 }
 
-/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3349)
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3347)
 #[inline]
 pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::masked_fill_tensor::call(self_, mask, value)
 }
 
-/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3353)
+/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3351)
 #[inline]
 pub fn logspace(
     start: Scalar,
@@ -5178,229 +5178,229 @@ pub fn logspace(
     crate::handles::logspace::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3359)
+/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3357)
 #[inline]
 pub fn lgamma(self_: &Tensor) -> Result<Tensor> {
     crate::handles::lgamma::call(self_)
 }
 
-/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3363)
+/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3361)
 #[inline]
 pub fn digamma(self_: &Tensor) -> Result<Tensor> {
     crate::handles::digamma::call(self_)
 }
 
-/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3367)
+/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3365)
 #[inline]
 pub fn i0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::i0::call(self_)
 }
 
-/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3371)
+/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3369)
 #[inline]
 pub fn special_i0e(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i0e::call(self_)
 }
 
-/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3375)
+/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3373)
 #[inline]
 pub fn special_i1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i1::call(self_)
 }
 
-/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3379)
+/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3377)
 #[inline]
 pub fn special_i1e(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i1e::call(self_)
 }
 
-/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3383)
+/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3381)
 #[inline]
 pub fn special_erfcx(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_erfcx::call(self_)
 }
 
-/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3387)
+/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3385)
 #[inline]
 pub fn special_ndtr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_ndtr::call(self_)
 }
 
-/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3391)
+/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3389)
 #[inline]
 pub fn special_ndtri(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_ndtri::call(self_)
 }
 
-/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3395)
+/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3393)
 #[inline]
 pub fn special_log_ndtr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_log_ndtr::call(self_)
 }
 
-/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3399)
+/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3397)
 #[inline]
 pub fn special_entr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_entr::call(self_)
 }
 
-/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3403)
+/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3401)
 #[inline]
 pub fn special_bessel_j0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j0::call(self_)
 }
 
-/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3407)
+/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3405)
 #[inline]
 pub fn special_bessel_j1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j1::call(self_)
 }
 
-/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3411)
+/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3409)
 #[inline]
 pub fn special_bessel_y0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y0::call(self_)
 }
 
-/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3415)
+/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3413)
 #[inline]
 pub fn special_bessel_y1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y1::call(self_)
 }
 
-/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3419)
+/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3417)
 #[inline]
 pub fn special_modified_bessel_i0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i0::call(self_)
 }
 
-/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3423)
+/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3421)
 #[inline]
 pub fn special_modified_bessel_i1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i1::call(self_)
 }
 
-/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3427)
+/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3425)
 #[inline]
 pub fn special_modified_bessel_k0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k0::call(self_)
 }
 
-/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3431)
+/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3429)
 #[inline]
 pub fn special_modified_bessel_k1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k1::call(self_)
 }
 
-/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3435)
+/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3433)
 #[inline]
 pub fn special_scaled_modified_bessel_k0(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k0::call(x)
 }
 
-/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3439)
+/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3437)
 #[inline]
 pub fn special_scaled_modified_bessel_k1(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k1::call(x)
 }
 
-/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3443)
+/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3441)
 #[inline]
 pub fn special_spherical_bessel_j0(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_spherical_bessel_j0::call(x)
 }
 
-/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3447)
+/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3445)
 #[inline]
 pub fn polygamma(n: i64, self_: &Tensor) -> Result<Tensor> {
     crate::handles::polygamma::call(n, self_)
 }
 
-/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3451)
+/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3449)
 #[inline]
 pub fn special_zeta(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_zeta::call(self_, other)
 }
 
-/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3455)
+/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3453)
 #[inline]
 pub fn special_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_t::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3459)
+/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3457)
 #[inline]
 pub fn special_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_u::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3463)
+/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3461)
 #[inline]
 pub fn special_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_v::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3467)
+/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3465)
 #[inline]
 pub fn special_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_w::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3471)
+/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3469)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_t::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3475)
+/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3473)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_u::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3479)
+/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3477)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_v::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3483)
+/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3481)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_w::call(x, n)
 }
 
-/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3487)
+/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3485)
 #[inline]
 pub fn special_hermite_polynomial_h(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_h::call(x, n)
 }
 
-/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3491)
+/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3489)
 #[inline]
 pub fn special_hermite_polynomial_he(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_he::call(x, n)
 }
 
-/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3495)
+/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3493)
 #[inline]
 pub fn special_laguerre_polynomial_l(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_laguerre_polynomial_l::call(x, n)
 }
 
-/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3499)
+/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3497)
 #[inline]
 pub fn special_legendre_polynomial_p(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_legendre_polynomial_p::call(x, n)
 }
 
-/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3503)
+/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3501)
 #[inline]
 pub fn mvlgamma(self_: &Tensor, p: i64) -> Result<Tensor> {
     crate::handles::mvlgamma::call(self_, p)
 }
 
-/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3509)
+/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3507)
 #[inline]
 pub fn _convolution(
     input: &Tensor,
@@ -5434,7 +5434,7 @@ pub fn _convolution(
     )
 }
 
-/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3513)
+/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3511)
 #[inline]
 pub fn _convolution_mode(
     input: &Tensor,
@@ -5448,7 +5448,7 @@ pub fn _convolution_mode(
     crate::handles::_convolution_mode::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3517)
+/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3515)
 #[inline]
 pub fn upsample_linear1d(
     input: &Tensor,
@@ -5459,7 +5459,7 @@ pub fn upsample_linear1d(
     crate::handles::upsample_linear1d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3521)
+/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3519)
 #[inline]
 pub fn upsample_linear1d_op(
     self_: &Tensor,
@@ -5470,31 +5470,31 @@ pub fn upsample_linear1d_op(
     crate::handles::upsample_linear1d::call(self_, output_size, align_corners, scales)
 }
 
-/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3525)
+/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3523)
 #[inline]
 pub fn lerp_tensor(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::lerp_tensor::call(self_, end, weight)
 }
 
-/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3529)
+/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3527)
 #[inline]
 pub fn angle(self_: &Tensor) -> Result<Tensor> {
     crate::handles::angle::call(self_)
 }
 
-/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3533)
+/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3531)
 #[inline]
 pub fn isin(elements: &Tensor, test_elements: &Tensor, assume_unique: bool, invert: bool) -> Result<Tensor> {
     crate::handles::isin_tensor_tensor::call(elements, test_elements, assume_unique, invert)
 }
 
-/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3537)
+/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3535)
 #[inline]
 pub fn bucketize(self_: &Tensor, boundaries: &Tensor, out_int32: bool, right: bool) -> Result<Tensor> {
     crate::handles::bucketize_tensor::call(self_, boundaries, out_int32, right)
 }
 
-/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3541)
+/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3539)
 #[inline]
 pub fn searchsorted(
     sorted_sequence: &Tensor,
@@ -5507,55 +5507,55 @@ pub fn searchsorted(
     crate::handles::searchsorted_tensor::call(sorted_sequence, self_, out_int32, right, side, sorter)
 }
 
-/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3545)
+/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3543)
 #[inline]
 pub fn msort(self_: &Tensor) -> Result<Tensor> {
     crate::handles::msort::call(self_)
 }
 
-/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3549)
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3547)
 #[inline]
 pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     crate::handles::any_dims::call(self_, dim, keepdim)
 }
 
-/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3553)
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3551)
 #[inline]
 pub fn all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     crate::handles::all_dims::call(self_, dim, keepdim)
 }
 
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3557)
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3555)
 #[inline]
 pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     crate::handles::select_scatter::call(self_, src, dim, index)
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3561)
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3559)
 #[inline]
 pub fn diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diagonal_scatter::call(self_, src, offset, dim1, dim2)
 }
 
-/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3565)
+/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3563)
 #[inline]
 pub fn put(self_: &Tensor, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::put::call(self_, index, source, accumulate)
 }
 
-/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3569)
+/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3567)
 #[inline]
 pub fn nonzero_static(self_: &Tensor, size: i64, fill_value: i64) -> Result<Tensor> {
     crate::handles::nonzero_static::call(self_, size, fill_value)
 }
 
-/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3573)
+/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3571)
 #[inline]
 pub fn _safe_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_safe_softmax::call(self_, dim, dtype)
 }
 
-/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3577)
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3575)
 #[inline]
 pub fn _softmax_backward_data(
     grad_output: &Tensor,
@@ -5566,49 +5566,49 @@ pub fn _softmax_backward_data(
     crate::handles::_softmax_backward_data::call(grad_output, output, dim, input_dtype)
 }
 
-/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3581)
+/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3579)
 #[inline]
 pub fn native_dropout_backward(grad_output: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
     crate::handles::native_dropout_backward::call(grad_output, mask, scale)
 }
 
-/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3585)
+/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3583)
 #[inline]
 pub fn bilinear(input1: &Tensor, input2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::bilinear::call(input1, input2, weight, bias)
 }
 
-/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3589)
+/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3587)
 #[inline]
 pub fn cov(self_: &Tensor, correction: i64, fweights: Option<&Tensor>, aweights: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::cov::call(self_, correction, fweights, aweights)
 }
 
-/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3593)
+/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3591)
 #[inline]
 pub fn corrcoef(self_: &Tensor) -> Result<Tensor> {
     crate::handles::corrcoef::call(self_)
 }
 
-/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3597)
+/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3595)
 #[inline]
 pub fn renorm(self_: &Tensor, p: Scalar, dim: i64, maxnorm: Scalar) -> Result<Tensor> {
     crate::handles::renorm::call(self_, p, dim, maxnorm)
 }
 
-/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3601)
+/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3599)
 #[inline]
 pub fn bincount(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
     crate::handles::bincount::call(self_, weights, minlength)
 }
 
-/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3605)
+/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3603)
 #[inline]
 pub fn histc(self_: &Tensor, bins: i64, min: Scalar, max: Scalar) -> Result<Tensor> {
     crate::handles::histc::call(self_, bins, min, max)
 }
 
-/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3609)
+/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3607)
 #[inline]
 pub fn triu_indices(
     row: i64,
@@ -5622,7 +5622,7 @@ pub fn triu_indices(
     crate::handles::triu_indices::call(row, col, offset, dtype, layout, device, pin_memory)
 }
 
-/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3613)
+/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3611)
 #[inline]
 pub fn tril_indices(
     row: i64,
@@ -5636,7 +5636,7 @@ pub fn tril_indices(
     crate::handles::tril_indices::call(row, col, offset, dtype, layout, device, pin_memory)
 }
 
-/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3617)
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3615)
 #[inline]
 pub fn _native_batch_norm_legit(
     input: &Tensor,
@@ -5660,7 +5660,7 @@ pub fn _native_batch_norm_legit(
     )
 }
 
-/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3621)
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3619)
 #[inline]
 pub fn _native_batch_norm_legit_no_stats(
     input: &Tensor,
@@ -5673,7 +5673,7 @@ pub fn _native_batch_norm_legit_no_stats(
     crate::handles::_native_batch_norm_legit_no_stats::call(input, weight, bias, training, momentum, eps)
 }
 
-/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3625)
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3623)
 #[inline]
 pub fn _batch_norm_with_update(
     input: &Tensor,
@@ -5687,61 +5687,61 @@ pub fn _batch_norm_with_update(
     crate::handles::_batch_norm_with_update::call(input, weight, bias, running_mean, running_var, momentum, eps)
 }
 
-/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3631)
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3629)
 #[inline]
 pub fn fft_fftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_fftshift::call(self_, dim)
 }
 
-/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3635)
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3633)
 #[inline]
 pub fn fft_ifftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_ifftshift::call(self_, dim)
 }
 
-/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3639)
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3637)
 #[inline]
 pub fn linalg_vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::linalg_vecdot::call(x, y, dim)
 }
 
-/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3643)
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3641)
 #[inline]
 pub fn linalg_vander(x: &Tensor, n: Option<i64>) -> Result<Tensor> {
     crate::handles::linalg_vander::call(x, n)
 }
 
-/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3647)
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3645)
 #[inline]
 pub fn linalg_multi_dot(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::linalg_multi_dot::call(tensors)
 }
 
-/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3651)
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3649)
 #[inline]
 pub fn linalg_matrix_power(self_: &Tensor, n: i64) -> Result<Tensor> {
     crate::handles::linalg_matrix_power::call(self_, n)
 }
 
-/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3655)
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3653)
 #[inline]
 pub fn quantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3659)
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3657)
 #[inline]
 pub fn quantile_scalar(self_: &Tensor, q: f64, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3663)
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3661)
 #[inline]
 pub fn nanquantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::nanquantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3667)
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3665)
 #[inline]
 pub fn nanquantile_scalar(
     self_: &Tensor,
@@ -5753,25 +5753,25 @@ pub fn nanquantile_scalar(
     crate::handles::nanquantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3671)
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3669)
 #[inline]
 pub fn nanmedian(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nanmedian::call(self_)
 }
 
-/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3675)
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3673)
 #[inline]
 pub fn nanmedian_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::nanmedian_dim::call(self_, dim, keepdim)
 }
 
-/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3679)
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3677)
 #[inline]
 pub fn mode(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::mode::call(self_, dim, keepdim)
 }
 
-/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3683)
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3681)
 #[inline]
 pub fn scatter_reduce_two(
     self_: &Tensor,
@@ -5784,7 +5784,7 @@ pub fn scatter_reduce_two(
     crate::handles::scatter_reduce_two::call(self_, dim, index, src, reduce, include_self)
 }
 
-/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3687)
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3685)
 #[inline]
 pub fn index_reduce(
     self_: &Tensor,
@@ -5797,13 +5797,13 @@ pub fn index_reduce(
     crate::handles::index_reduce::call(self_, dim, index, source, reduce, include_self)
 }
 
-/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3693)
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3691)
 #[inline]
 pub fn max_unpool2d(self_: &Tensor, indices: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::max_unpool2d::call(self_, indices, output_size)
 }
 
-/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3697)
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3695)
 #[inline]
 pub fn max_unpool3d(
     self_: &Tensor,
@@ -5815,37 +5815,37 @@ pub fn max_unpool3d(
     crate::handles::max_unpool3d::call(self_, indices, output_size, stride, padding)
 }
 
-/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3701)
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3699)
 #[inline]
 pub fn upsample_nearest1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::upsample_nearest1d::call(self_, output_size, scales)
 }
 
-/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3705)
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3703)
 #[inline]
 pub fn gcd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::gcd::call(self_, other)
 }
 
-/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3709)
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3707)
 #[inline]
 pub fn lcm(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::lcm::call(self_, other)
 }
 
-/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3716)
+/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3714)
 #[inline]
 pub fn linalg_lu_factor_ex(a_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu_factor_ex::call(a_, pivot, check_errors)
 }
 
-/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3720)
+/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3718)
 #[inline]
 pub fn linalg_lu_solve(lu: &Tensor, pivots: &Tensor, b: &Tensor, left: bool, adjoint: bool) -> Result<Tensor> {
     crate::handles::linalg_lu_solve::call(lu, pivots, b, left, adjoint)
 }
 
-/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3724)
+/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3722)
 #[inline]
 pub fn linalg_solve_triangular(
     self_: &Tensor,
@@ -5857,31 +5857,31 @@ pub fn linalg_solve_triangular(
     crate::handles::linalg_solve_triangular::call(self_, b, upper, left, unitriangular)
 }
 
-/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3728)
+/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3726)
 #[inline]
 pub fn linalg_cholesky_ex(self_: &Tensor, upper: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_cholesky_ex::call(self_, upper, check_errors)
 }
 
-/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3732)
+/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3730)
 #[inline]
 pub fn geqrf(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::geqrf::call(self_)
 }
 
-/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3736)
+/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3734)
 #[inline]
 pub fn linalg_qr(a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_qr::call(a_, mode)
 }
 
-/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3740)
+/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3738)
 #[inline]
 pub fn linalg_eigh(self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_eigh::call(self_, uplo)
 }
 
-/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3744)
+/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3742)
 #[inline]
 pub fn _linalg_svd(
     a_: &Tensor,
@@ -5892,25 +5892,25 @@ pub fn _linalg_svd(
     crate::handles::_linalg_svd::call(a_, full_matrices, compute_uv, driver)
 }
 
-/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3748)
+/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3746)
 #[inline]
 pub fn linalg_lu_factor(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_lu_factor::call(a_, pivot)
 }
 
-/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3752)
+/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3750)
 #[inline]
 pub fn _lu_with_info(self_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::_lu_with_info::call(self_, pivot, check_errors)
 }
 
-/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3756)
+/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3754)
 #[inline]
 pub fn linalg_lu(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu::call(a_, pivot)
 }
 
-/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3760)
+/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3758)
 #[inline]
 pub fn lu_unpack(
     lu_data: &Tensor,
@@ -5921,91 +5921,91 @@ pub fn lu_unpack(
     crate::handles::lu_unpack::call(lu_data, lu_pivots, unpack_data, unpack_pivots)
 }
 
-/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3764)
+/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3762)
 #[inline]
 pub fn lu_solve(self_: &Tensor, lu_data: &Tensor, lu_pivots: &Tensor) -> Result<Tensor> {
     crate::handles::lu_solve::call(self_, lu_data, lu_pivots)
 }
 
-/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3768)
+/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3766)
 #[inline]
 pub fn linalg_solve_ex(a_: &Tensor, b: &Tensor, left: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_solve_ex::call(a_, b, left, check_errors)
 }
 
-/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3772)
+/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3770)
 #[inline]
 pub fn linalg_solve(a_: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
     crate::handles::linalg_solve::call(a_, b, left)
 }
 
-/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3776)
+/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3774)
 #[inline]
 pub fn linalg_inv_ex(a_: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_inv_ex::call(a_, check_errors)
 }
 
-/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3780)
+/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3778)
 #[inline]
 pub fn linalg_inv(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_inv::call(a_)
 }
 
-/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3784)
+/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3782)
 #[inline]
 pub fn inverse(self_: &Tensor) -> Result<Tensor> {
     crate::handles::inverse::call(self_)
 }
 
-/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3788)
+/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3786)
 #[inline]
 pub fn linalg_det(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_det::call(a_)
 }
 
-/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3792)
+/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3790)
 #[inline]
 pub fn det(self_: &Tensor) -> Result<Tensor> {
     crate::handles::det::call(self_)
 }
 
-/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3796)
+/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3794)
 #[inline]
 pub fn linalg_slogdet(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_slogdet::call(a_)
 }
 
-/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3800)
+/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3798)
 #[inline]
 pub fn slogdet(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::slogdet::call(self_)
 }
 
-/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3804)
+/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3802)
 #[inline]
 pub fn logdet(self_: &Tensor) -> Result<Tensor> {
     crate::handles::logdet::call(self_)
 }
 
-/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3808)
+/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3806)
 #[inline]
 pub fn linalg_cholesky(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::linalg_cholesky::call(self_, upper)
 }
 
-/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3812)
+/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3810)
 #[inline]
 pub fn cholesky_solve(self_: &Tensor, input2: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_solve::call(self_, input2, upper)
 }
 
-/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3816)
+/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3814)
 #[inline]
 pub fn cholesky_inverse(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_inverse::call(self_, upper)
 }
 
-/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3820)
+/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3818)
 #[inline]
 pub fn triangular_solve(
     self_: &Tensor,
@@ -6017,55 +6017,55 @@ pub fn triangular_solve(
     crate::handles::triangular_solve::call(self_, a_, upper, transpose, unitriangular)
 }
 
-/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3824)
+/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3822)
 #[inline]
 pub fn linalg_householder_product(input: &Tensor, tau: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_householder_product::call(input, tau)
 }
 
-/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3828)
+/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3826)
 #[inline]
 pub fn orgqr(self_: &Tensor, input2: &Tensor) -> Result<Tensor> {
     crate::handles::orgqr::call(self_, input2)
 }
 
-/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3832)
+/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3830)
 #[inline]
 pub fn ormqr(self_: &Tensor, input2: &Tensor, input3: &Tensor, left: bool, transpose: bool) -> Result<Tensor> {
     crate::handles::ormqr::call(self_, input2, input3, left, transpose)
 }
 
-/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3836)
+/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3834)
 #[inline]
 pub fn linalg_svd(a_: &Tensor, full_matrices: bool, driver: Option<&str>) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_svd::call(a_, full_matrices, driver)
 }
 
-/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3840)
+/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3838)
 #[inline]
 pub fn svd(self_: &Tensor, some: bool, compute_uv: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::svd::call(self_, some, compute_uv)
 }
 
-/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3844)
+/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3842)
 #[inline]
 pub fn linalg_svdvals(a_: &Tensor, driver: Option<&str>) -> Result<Tensor> {
     crate::handles::linalg_svdvals::call(a_, driver)
 }
 
-/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3848)
+/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3846)
 #[inline]
 pub fn linalg_eigvalsh(self_: &Tensor, uplo: &str) -> Result<Tensor> {
     crate::handles::linalg_eigvalsh::call(self_, uplo)
 }
 
-/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3852)
+/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3850)
 #[inline]
 pub fn linalg_pinv(self_: &Tensor, rcond: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv::call(self_, rcond, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3856)
+/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3854)
 #[inline]
 pub fn linalg_pinv_atol_rtol_float(
     self_: &Tensor,
@@ -6076,7 +6076,7 @@ pub fn linalg_pinv_atol_rtol_float(
     crate::handles::linalg_pinv_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3860)
+/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3858)
 #[inline]
 pub fn linalg_pinv_atol_rtol_tensor(
     self_: &Tensor,
@@ -6087,31 +6087,31 @@ pub fn linalg_pinv_atol_rtol_tensor(
     crate::handles::linalg_pinv_atol_rtol_tensor::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3864)
+/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3862)
 #[inline]
 pub fn linalg_pinv_rcond_tensor(self_: &Tensor, rcond: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv_rcond_tensor::call(self_, rcond, hermitian)
 }
 
-/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3868)
+/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3866)
 #[inline]
 pub fn pinverse(self_: &Tensor, rcond: f64) -> Result<Tensor> {
     crate::handles::pinverse::call(self_, rcond)
 }
 
-/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3872)
+/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3870)
 #[inline]
 pub fn linalg_matrix_rank(self_: &Tensor, tol: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank::call(self_, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3876)
+/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3874)
 #[inline]
 pub fn linalg_matrix_rank_tol_tensor(input: &Tensor, tol: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank_tol_tensor::call(input, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3880)
+/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3878)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_tensor(
     input: &Tensor,
@@ -6122,7 +6122,7 @@ pub fn linalg_matrix_rank_atol_rtol_tensor(
     crate::handles::linalg_matrix_rank_atol_rtol_tensor::call(input, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3884)
+/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3882)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_float(
     self_: &Tensor,
@@ -6133,7 +6133,7 @@ pub fn linalg_matrix_rank_atol_rtol_float(
     crate::handles::linalg_matrix_rank_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3888)
+/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3886)
 #[inline]
 pub fn linalg_matrix_norm(
     self_: &Tensor,
@@ -6145,7 +6145,7 @@ pub fn linalg_matrix_norm(
     crate::handles::linalg_matrix_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3892)
+/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3890)
 #[inline]
 pub fn linalg_matrix_norm_str_ord(
     self_: &Tensor,
@@ -6157,7 +6157,7 @@ pub fn linalg_matrix_norm_str_ord(
     crate::handles::linalg_matrix_norm_str_ord::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3896)
+/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3894)
 #[inline]
 pub fn linalg_norm(
     self_: &Tensor,
@@ -6169,7 +6169,7 @@ pub fn linalg_norm(
     crate::handles::linalg_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3900)
+/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3898)
 #[inline]
 pub fn linalg_norm_ord_str(
     self_: &Tensor,
@@ -6181,43 +6181,43 @@ pub fn linalg_norm_ord_str(
     crate::handles::linalg_norm_ord_str::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3904)
+/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3902)
 #[inline]
 pub fn linalg_cond(self_: &Tensor, p: Option<Scalar>) -> Result<Tensor> {
     crate::handles::linalg_cond::call(self_, p)
 }
 
-/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3908)
+/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3906)
 #[inline]
 pub fn linalg_cond_p_str(self_: &Tensor, p: &str) -> Result<Tensor> {
     crate::handles::linalg_cond_p_str::call(self_, p)
 }
 
-/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3912)
+/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3910)
 #[inline]
 pub fn linalg_tensorinv(self_: &Tensor, ind: i64) -> Result<Tensor> {
     crate::handles::linalg_tensorinv::call(self_, ind)
 }
 
-/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3916)
+/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3914)
 #[inline]
 pub fn linalg_tensorsolve(self_: &Tensor, other: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::linalg_tensorsolve::call(self_, other, dims)
 }
 
-/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3920)
+/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3918)
 #[inline]
 pub fn linalg_matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_exp::call(self_)
 }
 
-/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3924)
+/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3922)
 #[inline]
 pub fn matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::matrix_exp::call(self_)
 }
 
-/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3928)
+/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3926)
 #[inline]
 pub fn linalg_lstsq(
     self_: &Tensor,
@@ -6228,25 +6228,25 @@ pub fn linalg_lstsq(
     crate::handles::linalg_lstsq::call(self_, b, rcond, driver)
 }
 
-/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3934)
+/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3932)
 #[inline]
 pub fn cauchy_(self_: &Tensor, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::cauchy_::call(self_, median, sigma, generator)
 }
 
-/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3939)
+/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3937)
 #[inline]
 pub fn geometric_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::geometric_::call(self_, p, generator)
 }
 
-/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3944)
+/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3942)
 #[inline]
 pub fn log_normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::log_normal_::call(self_, mean, std, generator)
 }
 
-/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3949)
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3947)
 #[inline]
 pub fn randint_like(
     self_: &Tensor,
@@ -6260,7 +6260,7 @@ pub fn randint_like(
     crate::handles::randint_like::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3953)
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3951)
 #[inline]
 pub fn randint_like_tensor(
     self_: &Tensor,
@@ -6274,7 +6274,7 @@ pub fn randint_like_tensor(
     crate::handles::randint_like_tensor::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3957)
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3955)
 #[inline]
 pub fn randint_like_low_dtype(
     self_: &Tensor,
@@ -6289,7 +6289,7 @@ pub fn randint_like_low_dtype(
     crate::handles::randint_like_low_dtype::call(self_, low, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3961)
+/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3959)
 #[inline]
 pub fn rrelu(
     self_: &Tensor,
@@ -6301,49 +6301,49 @@ pub fn rrelu(
     crate::handles::rrelu::call(self_, lower, upper, training, generator)
 }
 
-/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3967)
+/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3965)
 #[inline]
 pub fn nextafter(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::nextafter::call(self_, other)
 }
 
-/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3972)
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3970)
 #[inline]
 pub fn frexp(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::frexp_tensor::call(self_)
 }
 
-/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3977)
+/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3975)
 #[inline]
 pub fn igamma(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igamma::call(self_, other)
 }
 
-/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3982)
+/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3980)
 #[inline]
 pub fn igammac(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igammac::call(self_, other)
 }
 
-/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3989)
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3987)
 #[inline]
 pub fn item(self_: &Tensor) -> Result<Scalar> {
     crate::handles::item::call(self_)
 }
 
-/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3994)
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3992)
 #[inline]
 pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
     crate::handles::equal::call(self_, other)
 }
 
-/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3999)
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3997)
 #[inline]
 pub fn allclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
     crate::handles::allclose::call(self_, other, rtol, atol, equal_nan)
 }
 
-/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4004)
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4002)
 #[inline]
 pub fn linspace_tensor_tensor(
     start: &Tensor,
@@ -6357,7 +6357,7 @@ pub fn linspace_tensor_tensor(
     crate::handles::linspace_tensor_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4008)
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
 #[inline]
 pub fn logspace_tensor_tensor(
     start: &Tensor,
@@ -6372,7 +6372,7 @@ pub fn logspace_tensor_tensor(
     crate::handles::logspace_tensor_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4012)
+/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4010)
 #[inline]
 pub fn rnn_tanh(
     input: &Tensor,
@@ -6398,7 +6398,7 @@ pub fn rnn_tanh(
     )
 }
 
-/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4016)
+/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4014)
 #[inline]
 pub fn rnn_relu(
     input: &Tensor,
@@ -6424,7 +6424,7 @@ pub fn rnn_relu(
     )
 }
 
-/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4020)
+/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4018)
 #[inline]
 pub fn gru(
     input: &Tensor,
@@ -6450,7 +6450,7 @@ pub fn gru(
     )
 }
 
-/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4024)
+/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4022)
 #[inline]
 pub fn lstm(
     input: &Tensor,
@@ -6476,13 +6476,13 @@ pub fn lstm(
     )
 }
 
-/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4028)
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4026)
 #[inline]
 pub fn _chunk_cat(tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
     crate::handles::_chunk_cat::call(tensors, dim, num_chunks)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4032)
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4030)
 #[inline]
 pub fn as_strided_scatter(
     self_: &Tensor,
@@ -6494,19 +6494,19 @@ pub fn as_strided_scatter(
     crate::handles::as_strided_scatter::call(self_, src, size, stride, storage_offset)
 }
 
-/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4036)
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4034)
 #[inline]
 pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
-/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4040)
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4038)
 #[inline]
 pub fn _unsafe_masked_index(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], fill: Scalar) -> Result<Tensor> {
     crate::handles::_unsafe_masked_index::call(self_, mask, indices, fill)
 }
 
-/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4044)
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4042)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate(
     self_: &Tensor,
@@ -6517,7 +6517,7 @@ pub fn _unsafe_masked_index_put_accumulate(
     crate::handles::_unsafe_masked_index_put_accumulate::call(self_, mask, indices, values)
 }
 
-/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4048)
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4046)
 #[inline]
 pub fn im2col(
     self_: &Tensor,
@@ -6529,19 +6529,19 @@ pub fn im2col(
     crate::handles::im2col::call(self_, kernel_size, dilation, padding, stride)
 }
 
-/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4052)
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4050)
 #[inline]
 pub fn linalg_matrix_sqrth(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
-/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4056)
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4054)
 #[inline]
 pub fn linalg_polar(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
-/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4060)
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4058)
 #[inline]
 pub fn multi_margin_loss(
     self_: &Tensor,
@@ -6554,13 +6554,13 @@ pub fn multi_margin_loss(
     crate::handles::multi_margin_loss::call(self_, target, p, margin, weight, reduction)
 }
 
-/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4064)
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4062)
 #[inline]
 pub fn multilabel_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::multilabel_margin_loss::call(self_, target, reduction)
 }
 
-/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4068)
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4066)
 #[inline]
 pub fn unique_consecutive(
     self_: &Tensor,
@@ -6571,7 +6571,7 @@ pub fn unique_consecutive(
     crate::handles::unique_consecutive::call(self_, return_inverse, return_counts, dim)
 }
 
-/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4074)
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4072)
 #[inline]
 pub fn _upsample_nearest_exact1d(
     input: &Tensor,
@@ -6581,7 +6581,7 @@ pub fn _upsample_nearest_exact1d(
     crate::handles::_upsample_nearest_exact1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4078)
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4076)
 #[inline]
 pub fn _upsample_nearest_exact2d(
     input: &Tensor,
@@ -6591,7 +6591,7 @@ pub fn _upsample_nearest_exact2d(
     crate::handles::_upsample_nearest_exact2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4082)
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4080)
 #[inline]
 pub fn _upsample_nearest_exact3d(
     input: &Tensor,
@@ -6601,13 +6601,13 @@ pub fn _upsample_nearest_exact3d(
     crate::handles::_upsample_nearest_exact3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4086)
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4084)
 #[inline]
 pub fn _upsample_nearest_exact1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::_upsample_nearest_exact1d::call(self_, output_size, scales)
 }
 
-/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4090)
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4088)
 #[inline]
 pub fn _upsample_nearest_exact2d_op(
     self_: &Tensor,
@@ -6618,7 +6618,7 @@ pub fn _upsample_nearest_exact2d_op(
     crate::handles::_upsample_nearest_exact2d::call(self_, output_size, scales_h, scales_w)
 }
 
-/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4094)
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4092)
 #[inline]
 pub fn _upsample_nearest_exact3d_op(
     self_: &Tensor,
@@ -6630,43 +6630,43 @@ pub fn _upsample_nearest_exact3d_op(
     crate::handles::_upsample_nearest_exact3d::call(self_, output_size, scales_d, scales_h, scales_w)
 }
 
-/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4100)
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4098)
 #[inline]
 pub fn fft_irfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft::call(self_, n, dim, norm)
 }
 
-/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4104)
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4102)
 #[inline]
 pub fn fft_irfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4108)
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4106)
 #[inline]
 pub fn fft_irfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4112)
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4110)
 #[inline]
 pub fn fft_hfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft::call(self_, n, dim, norm)
 }
 
-/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4116)
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
 #[inline]
 pub fn fft_hfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4120)
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
 #[inline]
 pub fn fft_hfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfftn::call(self_, s, dim, norm)
 }
 
-/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4124)
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4122)
 #[inline]
 pub fn linspace_tensor_scalar(
     start: &Tensor,
@@ -6680,7 +6680,7 @@ pub fn linspace_tensor_scalar(
     crate::handles::linspace_tensor_scalar::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4128)
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4126)
 #[inline]
 pub fn linspace_scalar_tensor(
     start: Scalar,
@@ -6694,7 +6694,7 @@ pub fn linspace_scalar_tensor(
     crate::handles::linspace_scalar_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4132)
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4130)
 #[inline]
 pub fn logspace_tensor_scalar(
     start: &Tensor,
@@ -6709,7 +6709,7 @@ pub fn logspace_tensor_scalar(
     crate::handles::logspace_tensor_scalar::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4136)
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4134)
 #[inline]
 pub fn logspace_scalar_tensor(
     start: Scalar,
@@ -6724,13 +6724,13 @@ pub fn logspace_scalar_tensor(
     crate::handles::logspace_scalar_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4140)
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4138)
 #[inline]
 pub fn gradient(self_: &Tensor, spacing: Option<Scalar>, dim: Option<i64>, edge_order: i64) -> Result<Vec<Tensor>> {
     crate::handles::gradient_scalarint::call(self_, spacing, dim, edge_order)
 }
 
-/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4144)
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4142)
 #[inline]
 pub fn histogram(
     self_: &Tensor,
@@ -6742,7 +6742,7 @@ pub fn histogram(
     crate::handles::histogram_bin_ct::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4148)
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4146)
 #[inline]
 pub fn histogramdd(
     self_: &Tensor,
@@ -6754,7 +6754,7 @@ pub fn histogramdd(
     crate::handles::histogramdd::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4152)
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4150)
 #[inline]
 pub fn histogramdd_int_bins(
     self_: &Tensor,
@@ -6766,7 +6766,7 @@ pub fn histogramdd_int_bins(
     crate::handles::histogramdd_int_bins::call(self_, bins, range, weight, density)
 }
 
-/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4156)
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4154)
 #[inline]
 pub fn histogram_bins_tensor(
     self_: &Tensor,
@@ -6777,7 +6777,7 @@ pub fn histogram_bins_tensor(
     crate::handles::histogram_bins_tensor::call(self_, bins, weight, density)
 }
 
-/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4160)
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4158)
 #[inline]
 pub fn histogramdd_tensorlist_bins(
     self_: &Tensor,
@@ -6789,7 +6789,7 @@ pub fn histogramdd_tensorlist_bins(
     crate::handles::histogramdd_tensorlist_bins::call(self_, bins, range, weight, density)
 }
 
-/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4166)
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4164)
 #[inline]
 pub fn upsample_trilinear3d(
     input: &Tensor,
@@ -6800,7 +6800,7 @@ pub fn upsample_trilinear3d(
     crate::handles::upsample_trilinear3d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4170)
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4168)
 #[inline]
 pub fn upsample_bicubic2d(
     input: &Tensor,
@@ -6811,7 +6811,7 @@ pub fn upsample_bicubic2d(
     crate::handles::upsample_bicubic2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4174)
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4172)
 #[inline]
 pub fn upsample_trilinear3d_op(
     self_: &Tensor,
@@ -6824,7 +6824,7 @@ pub fn upsample_trilinear3d_op(
     crate::handles::upsample_trilinear3d::call(self_, output_size, align_corners, scales_d, scales_h, scales_w)
 }
 
-/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4178)
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4176)
 #[inline]
 pub fn upsample_bicubic2d_op(
     self_: &Tensor,
@@ -6836,7 +6836,7 @@ pub fn upsample_bicubic2d_op(
     crate::handles::upsample_bicubic2d::call(self_, output_size, align_corners, scales_h, scales_w)
 }
 
-/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4182)
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4180)
 #[inline]
 pub fn segment_reduce(
     data: &Tensor,
@@ -6851,7 +6851,7 @@ pub fn segment_reduce(
     crate::handles::segment_reduce::call(data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
 }
 
-/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4188)
+/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4186)
 #[inline]
 pub fn _sparse_coo_tensor_with_dims_and_tensors(
     sparse_dim: i64,
@@ -6879,7 +6879,7 @@ pub fn _sparse_coo_tensor_with_dims_and_tensors(
     )
 }
 
-/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4192)
+/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4190)
 #[inline]
 pub fn sparse_coo_tensor(
     indices: &Tensor,
@@ -6903,7 +6903,7 @@ pub fn sparse_coo_tensor(
     )
 }
 
-/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4196)
+/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4194)
 #[inline]
 pub fn sparse_coo_tensor_indices(
     indices: &Tensor,
@@ -6917,7 +6917,7 @@ pub fn sparse_coo_tensor_indices(
     crate::handles::sparse_coo_tensor_indices::call(indices, values, dtype, layout, device, pin_memory, is_coalesced)
 }
 
-/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4200)
+/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4198)
 #[inline]
 pub fn sparse_coo_tensor_size(
     size: &[i64],
@@ -6929,97 +6929,97 @@ pub fn sparse_coo_tensor_size(
     crate::handles::sparse_coo_tensor_size::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4204)
+/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4202)
 #[inline]
 pub fn _indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_indices::call(self_)
 }
 
-/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4209)
+/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4207)
 #[inline]
 pub fn _values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_values::call(self_)
 }
 
-/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4214)
+/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4212)
 #[inline]
 pub fn indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::indices::call(self_)
 }
 
-/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4219)
+/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4217)
 #[inline]
 pub fn values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::values::call(self_)
 }
 
-/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4225)
+/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4223)
 #[inline]
 pub fn _nnz(self_: &Tensor) -> Result<i64> {
     crate::handles::_nnz::call(self_)
 }
 
-/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4231)
+/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4229)
 #[inline]
 pub fn sparse_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::sparse_dim::call(self_)
 }
 
-/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4236)
+/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4234)
 #[inline]
 pub fn dense_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::dense_dim::call(self_)
 }
 
-/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4241)
+/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4239)
 #[inline]
 pub fn is_coalesced(self_: &Tensor) -> Result<bool> {
     crate::handles::is_coalesced::call(self_)
 }
 
-/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4246)
+/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4244)
 #[inline]
 pub fn _coalesced_(self_: &Tensor, coalesced: bool) -> Result<Tensor> {
     crate::handles::_coalesced_::call(self_, coalesced)
 }
 
-/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4251)
+/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4249)
 #[inline]
 pub fn coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::coalesce::call(self_)
 }
 
-/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4256)
+/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4254)
 #[inline]
 pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_coalesce::call(self_)
 }
 
-/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4260)
+/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4258)
 #[inline]
 pub fn to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4265)
+/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4263)
 #[inline]
 pub fn _to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::_to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4271)
+/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4269)
 #[inline]
 pub fn to_dense_backward(grad: &Tensor, input: &Tensor, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense_backward::call(grad, input, masked_grad)
 }
 
-/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4275)
+/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4273)
 #[inline]
 pub fn to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4280)
+/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4278)
 #[inline]
 pub fn to_sparse_op(
     self_: &Tensor,
@@ -7030,73 +7030,73 @@ pub fn to_sparse_op(
     crate::handles::to_sparse::call(self_, layout, blocksize, dense_dim)
 }
 
-/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4285)
+/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4283)
 #[inline]
 pub fn _to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::_to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4292)
+/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4290)
 #[inline]
 pub fn sparse_mask(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::sparse_mask::call(self_, mask)
 }
 
-/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4297)
+/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4295)
 #[inline]
 pub fn _sparse_sum(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_sum::call(self_)
 }
 
-/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4301)
+/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4299)
 #[inline]
 pub fn _sparse_sum_dim(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_dim::call(self_, dim)
 }
 
-/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4305)
+/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4303)
 #[inline]
 pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_backward::call(grad, self_, dim)
 }
 
-/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4309)
+/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4307)
 #[inline]
 pub fn _sparse_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::_sparse_addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4313)
+/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4311)
 #[inline]
 pub fn _sparse_mm(sparse: &Tensor, dense: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
-/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4317)
+/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4315)
 #[inline]
 pub fn hspmm(mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::hspmm::call(mat1, mat2)
 }
 
-/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4321)
+/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4319)
 #[inline]
 pub fn sspaddmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::sspaddmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4326)
+/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4324)
 #[inline]
 pub fn _sparse_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4330)
+/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4328)
 #[inline]
 pub fn _sparse_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4334)
+/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4332)
 #[inline]
 pub fn _sparse_softmax_backward_data(
     grad_output: &Tensor,
@@ -7107,19 +7107,19 @@ pub fn _sparse_softmax_backward_data(
     crate::handles::_sparse_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4338)
+/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4336)
 #[inline]
 pub fn _sparse_log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4342)
+/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4340)
 #[inline]
 pub fn _sparse_log_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4346)
+/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4344)
 #[inline]
 pub fn _sparse_log_softmax_backward_data(
     grad_output: &Tensor,
@@ -7130,7 +7130,7 @@ pub fn _sparse_log_softmax_backward_data(
     crate::handles::_sparse_log_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4350)
+/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4348)
 #[inline]
 pub fn embedding_sparse_backward(
     grad: &Tensor,
@@ -7142,7 +7142,7 @@ pub fn embedding_sparse_backward(
     crate::handles::embedding_sparse_backward::call(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
 }
 
-/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4354)
+/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4352)
 #[inline]
 pub fn sparse_csr_tensor(
     crow_indices: &Tensor,
@@ -7166,7 +7166,7 @@ pub fn sparse_csr_tensor(
     )
 }
 
-/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4358)
+/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4356)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value(
     crow_indices: &Tensor,
@@ -7188,31 +7188,31 @@ pub fn sparse_csr_tensor_crow_col_value(
     )
 }
 
-/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4362)
+/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4360)
 #[inline]
 pub fn crow_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::crow_indices::call(self_)
 }
 
-/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4367)
+/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4365)
 #[inline]
 pub fn col_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::col_indices::call(self_)
 }
 
-/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4372)
+/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4370)
 #[inline]
 pub fn to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4377)
+/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4375)
 #[inline]
 pub fn _to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::_to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4385)
+/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4383)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_(
     self_: &[Tensor],
@@ -7222,7 +7222,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_(
     crate::handles::_amp_foreach_non_finite_check_and_unscale_::call(self_, found_inf, inv_scale)
 }
 
-/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4390)
+/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4388)
 #[inline]
 pub fn _amp_update_scale_(
     self_: &Tensor,

@@ -48,18 +48,29 @@ pub fn amp_foreach_non_finite_check_and_unscale_(
             return Err(Error::invalid(OP, format!("scaled_grads must be floating point tensors, got {}.", g.dtype())));
         }
     }
-    let found_shape = found_inf.sizes().to_vec();
+    // Every gradient's flag (1.0 for an inf or NaN) is folded into one 0-dim maximum, merged
+    // into `found_inf` once; `inv_scale` is converted once per gradient dtype (a float16 gradient
+    // stays float16).
+    let mut found: Option<Tensor> = None;
+    let mut inv: Option<Tensor> = None;
     for g in grads {
         if g.numel() == 0 {
             continue;
         }
         let bad = ops::any(&ops::logical_not(&ops::isfinite(g)?)?)?;
         let bad = ops::_to_copy(&bad, Some(ScalarType::F32), None, None, None, false, None)?;
-        let merged = ops::maximum(&found_inf.reshape(&[])?, &bad)?;
-        ops::copy_(found_inf, &merged.reshape(&found_shape)?, false)?;
-        // In the gradient's dtype: a float16 gradient stays float16.
-        let inv = ops::_to_copy(&inv_scale.reshape(&[])?, Some(g.dtype()), None, None, None, false, None)?;
-        ops::mul_(g, &inv)?;
+        found = Some(match found {
+            None => bad,
+            Some(f) => ops::maximum(&f, &bad)?,
+        });
+        if inv.as_ref().is_none_or(|t| t.dtype() != g.dtype()) {
+            inv = Some(ops::_to_copy(&ops::reshape(inv_scale, &[])?, Some(g.dtype()), None, None, None, false, None)?);
+        }
+        ops::mul_(g, inv.as_ref().expect("set above"))?;
+    }
+    if let Some(f) = found {
+        let merged = ops::maximum(&ops::reshape(found_inf, &[])?, &f)?;
+        ops::copy_(found_inf, &ops::reshape(&merged, found_inf.sizes())?, false)?;
     }
     Ok(())
 }

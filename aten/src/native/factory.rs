@@ -688,8 +688,23 @@ pub fn linspace_device(
     crate::ops::_to_copy(&v, Some(dtype), None, None, None, false, None)
 }
 
-/// `eye.m` on a device: zeros with the main diagonal filled with ones (a strided fill).
-pub fn eye_m_device(
+/// `eye`: the `n x n` identity matrix.
+pub fn eye(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    if n < 0 {
+        return Err(Error::invalid("eye", format!("n must be greater or equal to 0, got {n}")));
+    }
+    eye_m(n, n, dtype, layout, device, pin_memory)
+}
+
+/// `eye.m`: an `n x m` matrix with ones on the main diagonal, on any device: zeros, then a fill
+/// of the diagonal view (one strided fill, the device's own on CUDA).
+pub fn eye_m(
     n: i64,
     m: i64,
     dtype: Option<ScalarType>,
@@ -706,65 +721,6 @@ pub fn eye_m_device(
     }
     let out = crate::ops::zeros(&[n, m], dtype, layout, device, pin_memory)?;
     crate::ops::fill_(&crate::ops::diagonal(&out, 0, 0, 1)?, Scalar::Int(1))?;
-    Ok(out)
-}
-
-/// `eye` on a device: the `n x n` identity matrix.
-pub fn eye_device(
-    n: i64,
-    dtype: Option<ScalarType>,
-    layout: Option<Layout>,
-    device: Option<Device>,
-    pin_memory: Option<bool>,
-) -> Result<Tensor> {
-    if n < 0 {
-        return Err(Error::invalid("eye", format!("n must be greater or equal to 0, got {n}")));
-    }
-    eye_m_device(n, n, dtype, layout, device, pin_memory)
-}
-
-/// `eye`: the `n x n` identity matrix.
-pub fn eye(
-    n: i64,
-    dtype: Option<ScalarType>,
-    layout: Option<Layout>,
-    device: Option<Device>,
-    pin_memory: Option<bool>,
-) -> Result<Tensor> {
-    if n < 0 {
-        return Err(Error::invalid("eye", format!("n must be greater or equal to 0, got {n}")));
-    }
-    eye_m(n, n, dtype, layout, device, pin_memory)
-}
-
-/// `eye.m`: an `n x m` matrix with ones on the main diagonal.
-pub fn eye_m(
-    n: i64,
-    m: i64,
-    dtype: Option<ScalarType>,
-    layout: Option<Layout>,
-    device: Option<Device>,
-    pin_memory: Option<bool>,
-) -> Result<Tensor> {
-    const OP: &str = "eye";
-    check_factory_options(OP, layout, device, pin_memory)?;
-    if n < 0 {
-        return Err(Error::invalid(OP, format!("n must be greater or equal to 0, got {n}")));
-    }
-    if m < 0 {
-        return Err(Error::invalid(OP, format!("m must be greater or equal to 0, got {m}")));
-    }
-    let out = zeros(&[n, m], dtype, layout, device, pin_memory)?;
-    let diag = out.strides()[0] + out.strides()[1];
-    c10::dispatch_all_types!(out.dtype(), T => {
-        let base = out.typed_data_ptr::<T>()?;
-        for i in 0..n.min(m) {
-            // SAFETY: `out` is a fresh contiguous n x m CPU tensor of dtype T, and for
-            // i < min(n, m) the offset i * (stride0 + stride1) addresses element (i, i), which is
-            // inside its storage; nothing else references the new tensor yet.
-            unsafe { base.offset((i * diag) as isize).write(T::from_i64(1)) };
-        }
-    });
     Ok(out)
 }
 

@@ -207,6 +207,12 @@ fn check_reduction_size(op: &str, t: &Tensor, dim: i64) -> Result<usize> {
 
 /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)`
 pub fn kthvalue(self_: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    check_kth(self_, k, dim)?;
+    order_stat("kthvalue", self_, dim, keepdim, |_| (k - 1) as usize, false)
+}
+
+/// `kthvalue`'s checks: `dim` wrapped, and `1 <= k <= size(dim)` (a 0-dim tensor is one value).
+fn check_kth(self_: &Tensor, k: i64, dim: i64) -> Result<usize> {
     let d = wrap_dim("kthvalue", dim, self_.dim())?;
     let size = if self_.dim() == 0 { 1 } else { self_.sizes()[d] };
     if k < 1 || k > size {
@@ -215,22 +221,16 @@ pub fn kthvalue(self_: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tens
             format!("kthvalue(): selected number k out of range for dimension {d}"),
         ));
     }
-    order_stat("kthvalue", self_, dim, keepdim, |_| (k - 1) as usize, false)
+    Ok(d)
 }
 
 /// `kthvalue` on a device: a stable sort of each line (NaN last, as the k-th order statistic
 /// counts it) and its `k`-th entry, values and indices.
 pub fn kthvalue_device(self_: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-    let d = wrap_dim("kthvalue", dim, self_.dim())?;
-    let size = if self_.dim() == 0 { 1 } else { self_.sizes()[d] };
-    if k < 1 || k > size {
-        return Err(Error::invalid(
-            "kthvalue",
-            format!("kthvalue(): selected number k out of range for dimension {d}"),
-        ));
-    }
+    let d = check_kth(self_, k, dim)?;
     if self_.dim() == 0 {
-        return Ok((self_.clone(), crate::ops::zeros_like(self_, Some(ScalarType::I64), None, None, None, None)?));
+        let indices = crate::ops::zeros_like(self_, Some(ScalarType::I64), None, None, None, None)?;
+        return Ok((crate::ops::clone(self_, None)?, indices));
     }
     let (values, indices) = crate::ops::sort_stable(self_, Some(true), d as i64, false)?;
     let pick = |t: &Tensor| -> Result<Tensor> {

@@ -516,7 +516,7 @@ pub fn register_cuda(d: &Dispatcher) {
         handles::eye::NAME,
         DispatchKey::CUDA,
         handles::eye::kernel(|_ks, n, dtype, layout, device, pin_memory| {
-            crate::native::factory::eye_device(n, dtype, layout, device, pin_memory)
+            crate::native::factory::eye(n, dtype, layout, device, pin_memory)
         }),
     )
     .expect("generated registration");
@@ -524,7 +524,7 @@ pub fn register_cuda(d: &Dispatcher) {
         handles::eye_m::NAME,
         DispatchKey::CUDA,
         handles::eye_m::kernel(|_ks, n, m, dtype, layout, device, pin_memory| {
-            crate::native::factory::eye_m_device(n, m, dtype, layout, device, pin_memory)
+            crate::native::factory::eye_m(n, m, dtype, layout, device, pin_memory)
         }),
     )
     .expect("generated registration");
