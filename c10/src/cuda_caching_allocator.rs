@@ -58,7 +58,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, MutexGuard, PoisonError};
+
+use crate::sync::Mutex;
 
 use crate::{DataPtr, Device, Error, Result};
 

@@ -23,6 +23,7 @@ pub mod size;
 pub mod sparse;
 pub mod storage;
 pub mod stream;
+pub mod sync;
 pub mod tensor_impl;
 
 pub use allocator::{Allocator, CpuAllocator, DataPtr};

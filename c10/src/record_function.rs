@@ -26,7 +26,9 @@
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use crate::sync::RwLock;
 
 use crate::Device;
 
@@ -314,7 +316,7 @@ const TRACING_ACTIVE: usize = 1 << (usize::BITS - 2);
 
 /// The scopes whose targets some subscriber wants, one bit per scope; under its lock, the
 /// transitions between none and some move [`TRACING_ACTIVE`] in and out of [`ACTIVE`].
-static TRACING_WANTS: std::sync::Mutex<u32> = std::sync::Mutex::new(0);
+static TRACING_WANTS: crate::sync::Mutex<u32> = crate::sync::Mutex::new(0);
 
 /// A `tracing` callsite standing for one scope's spans: tracing calls `set_interest` on it when
 /// subscribers come and go.

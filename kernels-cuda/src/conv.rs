@@ -8,13 +8,13 @@ use c10::{Error, Result};
 use crate::args::KcColumns;
 use crate::driver::{KernelArgs, StreamId};
 use crate::geometry::elementwise_launch;
-use crate::loops::kernel_for;
+use crate::loops::family;
 
 /// `im2col_<T>(KcColumns, cols, images)` or `col2im_<T>(KcColumns, images, cols)`
 /// (`aten::native::stub::ColumnsLoop`): one thread per element written.
 pub(crate) fn columns(images: &Tensor, cols: &Tensor, g: &ColumnGeometry, fold: bool) -> Result<()> {
     let op = if fold { "col2im" } else { "im2col" };
-    let name = kernel_for(op, op, images.dtype())?;
+    let id = if fold { family!("col2im") } else { family!("im2col") }.get(op, images.dtype())?;
     let sizes = [&[g.channels][..], &g.input, &g.kernel, &g.out, &g.padding];
     if sizes.iter().any(|v| v.iter().any(|&x| x < 0)) || g.stride.iter().chain(&g.dilation).any(|&x| x < 1) {
         return Err(Error::Cuda(format!("{op}: not a convolution's geometry: {g:?}")));
@@ -68,5 +68,5 @@ pub(crate) fn columns(images: &Tensor, cols: &Tensor, g: &ColumnGeometry, fold: 
     // element counts of the geometry checked above (no size negative, strides and dilations
     // positive); im2col reads an image element only at coordinates inside `input` and col2im a
     // column only at positions inside `out`, so every index the kernels form lies inside them.
-    unsafe { crate::driver::launch(device.index as usize, &name, &elementwise_launch(work, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, id, &elementwise_launch(work, stream), &mut params) }
 }

@@ -15,7 +15,8 @@ use aten::native::tensor_iterator::TensorIteratorConfig;
 use aten::Tensor;
 use c10::{Device, Error, MemoryFormat, Result};
 
-use crate::driver::{driver, StreamId};
+use crate::driver::{driver, KernelId, StreamId};
+use aten::native::stub::{KernelCache, DTYPE_SLOTS};
 
 fn stream(device: Device) -> Result<StreamId> {
     Ok(StreamId(crate::runtime::current_stream(device)?.id))
@@ -110,10 +111,19 @@ fn same_device(dst: &Tensor, src: &Tensor) -> Result<()> {
     cast(&iter)
 }
 
-/// The `cast_<src>_<dst>` launch over a built copy iterator.
+/// The `cast_<src>_<dst>` launch over a built copy iterator, its kernel resolved once per pair
+/// of dtypes (Note [Kernel handles] in `aten::native::stub`).
 fn cast(iter: &aten::native::tensor_iterator::TensorIterator<'_>) -> Result<()> {
+    static CASTS: KernelCache<{ DTYPE_SLOTS * DTYPE_SLOTS }> = KernelCache::new();
     let (s, d) = (iter.input_dtype(0), iter.output_dtype());
-    crate::loops::launch_named(iter, &format!("cast_{}_{}", crate::loops::suffix(s), crate::loops::suffix(d)))
+    let resolve = || {
+        let name = format!("cast_{}_{}", crate::loops::suffix(s), crate::loops::suffix(d));
+        KernelId::find(&name).map(|k| k.index() as u32)
+    };
+    let id = CASTS
+        .get_or_resolve(s as usize * DTYPE_SLOTS + d as usize, resolve)
+        .ok_or_else(|| Error::NotImplemented { op: "copy_".into(), msg: format!("a CUDA copy from {s} to {d}") })?;
+    crate::loops::launch_plain(iter, KernelId::from_index(id))
 }
 
 /// Host to device: the host side converted to the destination's dtype and made contiguous.

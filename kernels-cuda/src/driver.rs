@@ -26,6 +26,33 @@ impl StreamId {
     pub const DEFAULT: StreamId = StreamId(0);
 }
 
+/// A kernel of `kernels-cuda`: its index in the sorted kernel table, the same on both drivers
+/// ([`KernelId::find`] once, then launch by it: Note [Kernel handles] in `aten::native::stub`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KernelId(pub(crate) u32);
+
+impl KernelId {
+    /// The kernel named `name`, if a `.cu` file defines it.
+    pub fn find(name: &str) -> Option<KernelId> {
+        crate::emu::find_kernel(name)
+    }
+
+    /// The kernel's name.
+    pub fn name(self) -> &'static str {
+        crate::emu::kernel_name(self)
+    }
+
+    /// The index, below [`crate::emu::kernel_count`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The kernel of an index [`KernelId::index`] gave.
+    pub(crate) fn from_index(index: u32) -> KernelId {
+        KernelId(index)
+    }
+}
+
 /// An event handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EventId(pub u64);
@@ -90,7 +117,7 @@ pub struct Gemm {
 
 /// What the CUDA backend needs from a device. Addresses are [`DevicePtr`]s on both drivers (the
 /// emulated device hands out host addresses), copies name the stream they are ordered on, and
-/// kernels are launched by name with `cuLaunchKernel`'s argument contract: `params[i]` points
+/// kernels are launched by [`KernelId`] with `cuLaunchKernel`'s argument contract: `params[i]` points
 /// at the value of the kernel's i-th parameter.
 pub trait Driver: Send + Sync {
     /// "cuda" or "emulator", for messages.
@@ -122,13 +149,19 @@ pub trait Driver: Send + Sync {
     ) -> Result<()>;
     /// Sets `nbytes` bytes to `value`, ordered on `stream`.
     fn memset(&self, device: usize, dst: DevicePtr, value: u8, nbytes: usize, stream: StreamId) -> Result<()>;
-    /// Launches the kernel `name` with `cfg` on `device`.
+    /// Launches `kernel` with `cfg` on `device`.
     ///
     /// # Safety
     /// `params` must hold one pointer per kernel parameter, each pointing at a value of that
     /// parameter's type, and every device pointer among them must be valid for the accesses the
     /// kernel makes.
-    unsafe fn launch(&self, device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()>;
+    unsafe fn launch(
+        &self,
+        device: usize,
+        kernel: KernelId,
+        cfg: &LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<()>;
     /// Runs a [`Gemm`] on `device`, ordered on `stream` (cuBLAS on the real device, a host
     /// implementation of the same contract on the emulated one).
     ///
@@ -232,7 +265,7 @@ pub fn driver() -> Result<&'static dyn Driver> {
     }
 }
 
-/// Launches kernel `name` through the process's driver. While the profiler records device
+/// Launches `kernel` through the process's driver. While the profiler records device
 /// kernels (`c10::record_function::kernels_active`), the launch is bracketed by timing events
 /// on its stream and waited for, and reported with its device time: on a GPU the events'
 /// elapsed time, on the emulated device the launch's (Note [Kernel timing]).
@@ -245,15 +278,15 @@ pub fn driver() -> Result<&'static dyn Driver> {
 ///
 /// # Safety
 /// As [`Driver::launch`].
-pub unsafe fn launch(device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+pub unsafe fn launch(device: usize, kernel: KernelId, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
     let d = driver()?;
     if !c10::record_function::kernels_active() {
         // SAFETY: the caller's contract is Driver::launch's.
-        return unsafe { d.launch(device, name, cfg, params) };
+        return unsafe { d.launch(device, kernel, cfg, params) };
     }
-    timed(d, device, name, cfg.stream, || {
+    timed(d, device, kernel.name(), cfg.stream, || {
         // SAFETY: as above.
-        unsafe { d.launch(device, name, cfg, params) }
+        unsafe { d.launch(device, kernel, cfg, params) }
     })
 }
 
@@ -309,11 +342,27 @@ fn timed(d: &dyn Driver, device: usize, name: &str, stream: StreamId, run: impl 
     result
 }
 
-/// The argument array of a launch: each value is boxed so its address stays put while more are
-/// pushed, and [`KernelArgs::params`] hands out the pointers `cuLaunchKernel` expects.
-#[derive(Default)]
+/// Parameters of one launch at most (the kernels take a geometry struct, a few pointers and a
+/// few scalars).
+pub const MAX_KERNEL_PARAMS: usize = 24;
+/// Bytes of argument values of one launch at most (the largest struct, `KcGeometry`, has 496).
+const ARG_WORDS: usize = 256;
+
+/// The argument array of a launch, held inline so that a launch allocates nothing: each value
+/// sits at an 8-byte aligned offset of the array, and [`KernelArgs::params`] hands out the
+/// pointers `cuLaunchKernel` expects (borrowing the arguments, which therefore cannot move
+/// while the pointers are in use).
 pub struct KernelArgs {
-    values: Vec<Box<[u64]>>,
+    words: [u64; ARG_WORDS],
+    offsets: [u16; MAX_KERNEL_PARAMS],
+    len: usize,
+    used: usize,
+}
+
+impl Default for KernelArgs {
+    fn default() -> Self {
+        KernelArgs { words: [0; ARG_WORDS], offsets: [0; MAX_KERNEL_PARAMS], len: 0, used: 0 }
+    }
 }
 
 impl KernelArgs {
@@ -324,20 +373,55 @@ impl KernelArgs {
 
     /// Appends one argument by value (a device pointer, a scalar or a `#[repr(C)]` struct
     /// mirrored from the kernels' header). The storage is 8-byte aligned, which covers every
-    /// kernel parameter type we use.
+    /// kernel parameter type we use. More than [`MAX_KERNEL_PARAMS`] arguments or 2 KiB of them
+    /// is a bug of the launching code (the argument lists are fixed there) and panics.
     pub fn push<T: Copy + 'static>(&mut self, value: T) -> &mut Self {
         assert!(std::mem::align_of::<T>() <= 8, "kernel arguments are at most 8-byte aligned");
         let words = std::mem::size_of::<T>().div_ceil(8).max(1);
-        let mut slot = vec![0u64; words].into_boxed_slice();
-        // SAFETY: the slot has at least size_of::<T>() bytes and 8-byte alignment; T is Copy,
-        // so a bitwise copy is a valid value.
-        unsafe { std::ptr::write(slot.as_mut_ptr().cast::<T>(), value) };
-        self.values.push(slot);
+        assert!(
+            self.len < MAX_KERNEL_PARAMS && self.used + words <= ARG_WORDS,
+            "a launch takes at most {MAX_KERNEL_PARAMS} arguments in {} bytes",
+            ARG_WORDS * 8
+        );
+        // SAFETY: the slot `words[used..used + words]` is in bounds (checked above), 8-byte
+        // aligned and at least size_of::<T>() bytes; T is Copy, so a bitwise copy is a valid
+        // value.
+        unsafe { std::ptr::write(self.words.as_mut_ptr().add(self.used).cast::<T>(), value) };
+        self.offsets[self.len] = self.used as u16;
+        self.len += 1;
+        self.used += words;
         self
     }
 
-    /// The parameter pointers, valid while `self` is alive and not pushed to.
-    pub fn params(&mut self) -> Vec<*mut c_void> {
-        self.values.iter_mut().map(|v| v.as_mut_ptr().cast::<c_void>()).collect()
+    /// The parameter pointers, valid while they borrow `self`.
+    pub fn params(&mut self) -> KernelParams<'_> {
+        let mut ptrs = [std::ptr::null_mut(); MAX_KERNEL_PARAMS];
+        let base = self.words.as_mut_ptr();
+        for (p, &o) in ptrs.iter_mut().zip(&self.offsets[..self.len]) {
+            // SAFETY: every offset was a slot inside `words` when it was pushed.
+            *p = unsafe { base.add(o as usize) }.cast::<c_void>();
+        }
+        KernelParams { ptrs, len: self.len, _args: std::marker::PhantomData }
+    }
+}
+
+/// The parameter pointers of a [`KernelArgs`], as a slice (`&mut params` where a launch takes
+/// `&mut [*mut c_void]`).
+pub struct KernelParams<'a> {
+    ptrs: [*mut c_void; MAX_KERNEL_PARAMS],
+    len: usize,
+    _args: std::marker::PhantomData<&'a mut KernelArgs>,
+}
+
+impl std::ops::Deref for KernelParams<'_> {
+    type Target = [*mut c_void];
+    fn deref(&self) -> &[*mut c_void] {
+        &self.ptrs[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for KernelParams<'_> {
+    fn deref_mut(&mut self) -> &mut [*mut c_void] {
+        &mut self.ptrs[..self.len]
     }
 }

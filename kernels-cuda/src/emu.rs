@@ -16,12 +16,13 @@ use std::alloc::Layout;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Instant;
 
+use c10::sync::Mutex;
 use c10::{Error, Result};
 
-use crate::driver::{DevicePtr, Driver, EventId, Gemm, LaunchConfig, MallocError, StreamId};
+use crate::driver::{DevicePtr, Driver, EventId, Gemm, KernelId, LaunchConfig, MallocError, StreamId};
 
 /// Alignment of emulated device allocations (cudaMalloc guarantees at least 256 bytes).
 const ALIGN: usize = 256;
@@ -43,33 +44,52 @@ extern "C" {
     fn cuda_emu_set_workers(n: c_int) -> c_int;
 }
 
-/// Name → entry point of every kernel built for the emulator.
-fn kernels() -> &'static HashMap<&'static str, Entry> {
-    static TABLE: OnceLock<HashMap<&'static str, Entry>> = OnceLock::new();
+/// Every kernel built for the emulator, sorted by name: a kernel's index in this table is its
+/// [`KernelId`] on both drivers (the table is built from the very `.cu` files nvcc compiles).
+fn kernels() -> &'static [(&'static str, Entry)] {
+    static TABLE: OnceLock<Vec<(&'static str, Entry)>> = OnceLock::new();
     TABLE.get_or_init(|| {
         // SAFETY: build.rs writes CUDA_EMU_KERNEL_COUNT rows (plus a null terminator) of static,
         // NUL-terminated names and entry points; nothing mutates the table.
         let rows = unsafe { std::slice::from_raw_parts(CUDA_EMU_KERNELS.as_ptr(), CUDA_EMU_KERNEL_COUNT) };
-        rows.iter()
+        let mut table: Vec<_> = rows
+            .iter()
             .map(|r| {
                 // SAFETY: see above; the names are string literals.
                 let name = unsafe { CStr::from_ptr(r.name) }.to_str().expect("kernel names are ASCII");
                 (name, r.entry.expect("every row before the terminator has an entry"))
             })
-            .collect()
+            .collect();
+        table.sort_unstable_by_key(|(name, _)| *name);
+        table.dedup_by_key(|(name, _)| *name);
+        table
     })
 }
 
-/// Whether kernels-cuda has a kernel of that name.
+/// The kernel named `name` (Note [Kernel handles] in `aten::native::stub`: resolved once per
+/// handle, not per launch), or `None` when no `.cu` file defines it.
+pub fn find_kernel(name: &str) -> Option<KernelId> {
+    kernels().binary_search_by_key(&name, |(n, _)| *n).ok().map(|i| KernelId(i as u32))
+}
+
+/// Whether a kernel named `name` exists.
 pub fn has_kernel(name: &str) -> bool {
-    kernels().contains_key(name)
+    find_kernel(name).is_some()
+}
+
+/// The number of kernels (every [`KernelId`] is below it).
+pub fn kernel_count() -> usize {
+    kernels().len()
+}
+
+/// The name of kernel `id`.
+pub fn kernel_name(id: KernelId) -> &'static str {
+    kernels()[id.0 as usize].0
 }
 
 /// The names of the kernels the emulator can run, sorted.
 pub fn kernel_names() -> Vec<&'static str> {
-    let mut v: Vec<_> = kernels().keys().copied().collect();
-    v.sort_unstable();
-    v
+    kernels().iter().map(|(n, _)| *n).collect()
 }
 
 /// cuBLAS's argument checks (`CUBLAS_STATUS_INVALID_VALUE`): non-negative sizes and batch,
@@ -416,11 +436,15 @@ impl Driver for EmulatedDriver {
         }
     }
 
-    unsafe fn launch(&self, device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+    unsafe fn launch(
+        &self,
+        device: usize,
+        kernel: KernelId,
+        cfg: &LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
         self.device(device)?;
-        let entry = kernels().get(name).ok_or_else(|| {
-            Error::Cuda(format!("CUDA error: named symbol not found (no kernel '{name}' in kernels-cuda)"))
-        })?;
+        let (name, entry) = kernels()[kernel.0 as usize];
         // SAFETY: the caller guarantees params match the kernel's parameters and that device
         // pointers are valid; grid and block are 3-element arrays read during the call.
         let rc = unsafe { entry(cfg.grid.as_ptr(), cfg.block.as_ptr(), cfg.shared_bytes, params.as_mut_ptr()) };

@@ -7,7 +7,7 @@ use c10::{Error, Result, Scalar};
 use crate::args::{KcRemap, KC_MAX_DIMS};
 use crate::driver::{KernelArgs, StreamId};
 use crate::geometry::elementwise_launch;
-use crate::loops::{kernel_for, push_element};
+use crate::loops::{family, push_element};
 
 /// `remap_<T>(KcRemap, out, src, maps, fill)` (`aten::native::stub::RemapLoop`): the output's
 /// sizes and the source's strides, innermost first, with each dim's offset into `maps`.
@@ -19,7 +19,7 @@ pub(crate) fn remap(
     fill: Scalar,
 ) -> Result<()> {
     let op = "remap";
-    let name = kernel_for(op, op, out.dtype())?;
+    let id = family!("remap").get(op, out.dtype())?;
     let n = out.dim();
     if n > KC_MAX_DIMS as usize || src.dim() != n || map_offsets.len() != n || src.dtype() != out.dtype() {
         return Err(Error::Cuda(format!(
@@ -53,7 +53,7 @@ pub(crate) fn remap(
     // (the caller built each mapped dim's map with one entry per output coordinate), and
     // every source coordinate a map gives is inside `src`'s sizes (checked by the operator), so
     // every offset lies inside the live tensors.
-    unsafe { crate::driver::launch(device.index as usize, &name, &elementwise_launch(r.numel, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, id, &elementwise_launch(r.numel, stream), &mut params) }
 }
 
 /// `embedding_backward_<T>(groups, cols, grad_weight, grad, order, starts, rows, scale)`
@@ -67,7 +67,7 @@ pub(crate) fn embedding_backward(
     scale_by_freq: bool,
 ) -> Result<()> {
     let op = "embedding_dense_backward";
-    let name = kernel_for(op, "embedding_backward", grad_weight.dtype())?;
+    let id = family!("embedding_backward").get(op, grad_weight.dtype())?;
     let groups = rows.numel();
     let cols = grad_weight.sizes().get(1).copied().unwrap_or(0);
     let contiguous = [grad_weight, grad, order, starts, rows].iter().all(|t| t.is_contiguous());
@@ -90,5 +90,5 @@ pub(crate) fn embedding_backward(
     // of `grad`'s rows, `rows` from indices checked against grad_weight's rows and `starts` as
     // groups + 1 offsets into `order`, so every element the kernel touches is inside the live,
     // contiguous tensors.
-    unsafe { crate::driver::launch(device.index as usize, &name, &elementwise_launch(work, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, id, &elementwise_launch(work, stream), &mut params) }
 }

@@ -3,13 +3,13 @@
 //! operands already broadcast, promoted and allocated on the device), turns the iteration into
 //! a [`KcGeometry`] and launches the `.cu` kernel for the dtype.
 
-use aten::native::stub;
+use aten::native::stub::{self, KernelCache, KernelInfo, DTYPE_SLOTS};
 use aten::native::tensor_iterator::TensorIterator;
 use aten::{Generator, Tensor};
 use c10::{bf16, f16, DeviceType, Error, Result, Scalar, ScalarType};
 
 use crate::args::{KcGeometry, KcReduction, KC_MAX_DIMS, KC_MAX_OPERANDS};
-use crate::driver::{KernelArgs, LaunchConfig, StreamId};
+use crate::driver::{KernelArgs, KernelId, LaunchConfig, StreamId};
 use crate::geometry::elementwise_launch;
 
 /// Registers every loop with aten (at the backend's registration).
@@ -117,23 +117,80 @@ pub(crate) fn suffix(dtype: ScalarType) -> &'static str {
         ScalarType::I32 => "i32",
         ScalarType::I64 => "i64",
         ScalarType::Bool => "b8",
-        // No `.cu` kernel has these yet; `kernel_for` reports them as not implemented.
+        // No `.cu` kernel has these yet; `find` reports them as not implemented.
         ScalarType::C64 => "c64",
         ScalarType::C128 => "c128",
     }
 }
 
-/// The kernel `<base>_<suffix of dtype>`, or PyTorch's "not implemented for" error.
-pub(crate) fn kernel_for(op: &str, base: &str, dtype: ScalarType) -> Result<String> {
-    let name = format!("{base}_{}", suffix(dtype));
+/// The kernel `<base>_<suffix of dtype>`, or PyTorch's "not implemented for" error: found by
+/// name, so only where a [`Family`] or a handle resolves it, once (Note [Kernel handles] in
+/// `aten::native::stub`).
+fn find(op: &str, base: &str, dtype: ScalarType) -> Result<KernelId> {
     // The same set on both drivers: the emulator's table is built from the very `.cu` files
     // nvcc compiles.
-    if crate::emu::has_kernel(&name) {
-        Ok(name)
-    } else {
-        Err(Error::UnsupportedDtype { op: op.into(), dtype })
+    KernelId::find(&format!("{base}_{}", suffix(dtype))).ok_or_else(|| Error::UnsupportedDtype { op: op.into(), dtype })
+}
+
+/// `kernel`'s `.cu` kernel for `dtype` (`add_f32` for `add`), resolved at its first use and then
+/// read from the handle (Note [Kernel handles]).
+#[inline]
+fn for_dtype(kernel: &'static KernelInfo, op: &str, dtype: ScalarType) -> Result<KernelId> {
+    kernel
+        .resolve(DeviceType::Cuda, dtype, || find(op, kernel.name(), dtype).ok().map(|k| k.index() as u32))
+        .map(KernelId::from_index)
+        .ok_or_else(|| Error::UnsupportedDtype { op: op.into(), dtype })
+}
+
+/// A family of `.cu` kernels `<base>_<dtype suffix>` named by a static at its call site
+/// ([`family!`]), each resolved at its first use (Note [Kernel handles]).
+pub(crate) struct Family {
+    base: &'static str,
+    ids: KernelCache<DTYPE_SLOTS>,
+}
+
+impl Family {
+    /// The family `<base>_<suffix>`, nothing resolved.
+    pub(crate) const fn new(base: &'static str) -> Family {
+        Family { base, ids: KernelCache::new() }
+    }
+
+    /// The family's kernel for `dtype`, or the "not implemented for" error naming `op`.
+    #[inline]
+    pub(crate) fn get(&self, op: &str, dtype: ScalarType) -> Result<KernelId> {
+        self.ids
+            .get_or_resolve(dtype as usize, || find(op, self.base, dtype).ok().map(|k| k.index() as u32))
+            .map(KernelId::from_index)
+            .ok_or_else(|| Error::UnsupportedDtype { op: op.into(), dtype })
     }
 }
+
+/// A static [`Family`] for the literal base name, one per expansion.
+macro_rules! family {
+    ($base:expr) => {{
+        static FAMILY: $crate::loops::Family = $crate::loops::Family::new($base);
+        &FAMILY
+    }};
+}
+pub(crate) use family;
+
+/// The kernel `name` (no dtype suffix), resolved once per call site, or an error naming it.
+#[inline]
+pub(crate) fn named(cache: &'static KernelCache<1>, name: &str) -> Result<KernelId> {
+    cache
+        .get_or_resolve(0, || KernelId::find(name).map(|k| k.index() as u32))
+        .map(KernelId::from_index)
+        .ok_or_else(|| Error::Cuda(format!("CUDA error: named symbol not found (no kernel '{name}' in kernels-cuda)")))
+}
+
+/// The kernel named by the literal, resolved once per expansion ([`named`]).
+macro_rules! kernel {
+    ($name:expr) => {{
+        static KERNEL: aten::native::stub::KernelCache<1> = aten::native::stub::KernelCache::new();
+        $crate::loops::named(&KERNEL, $name)
+    }};
+}
+pub(crate) use kernel;
 
 /// The geometry of a built iterator: its shape (dimension 0 fastest, as the kernels want) and
 /// every operand's strides in elements.
@@ -163,7 +220,7 @@ fn geometry(iter: &TensorIterator<'_>) -> Result<KcGeometry> {
 /// Launches `name` over the iterator: the geometry, one device pointer per operand (outputs
 /// first), then the kernel's scalar arguments pushed by `scalars`, on the device's current
 /// stream.
-fn launch(iter: &TensorIterator<'_>, name: &str, scalars: impl FnOnce(&mut KernelArgs)) -> Result<()> {
+fn launch(iter: &TensorIterator<'_>, kernel: KernelId, scalars: impl FnOnce(&mut KernelArgs)) -> Result<()> {
     if iter.numel() == 0 {
         return Ok(());
     }
@@ -180,55 +237,55 @@ fn launch(iter: &TensorIterator<'_>, name: &str, scalars: impl FnOnce(&mut Kerne
     // SAFETY: the kernels of this file take (KcGeometry, out, inputs..., scalars...) in that
     // order with the dtypes the names encode; the pointers are the operands' element 0 on
     // `device`, live for the call, and the geometry addresses only elements inside them.
-    unsafe { crate::driver::launch(device.index as usize, name, &elementwise_launch(g.numel, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, kernel, &elementwise_launch(g.numel, stream), &mut params) }
 }
 
-/// Launches `name`, a kernel with no scalar arguments, over the iterator.
-pub(crate) fn launch_named(iter: &TensorIterator<'_>, name: &str) -> Result<()> {
-    launch(iter, name, |_| {})
+/// Launches `kernel`, which takes no scalar arguments, over the iterator.
+pub(crate) fn launch_plain(iter: &TensorIterator<'_>, kernel: KernelId) -> Result<()> {
+    launch(iter, kernel, |_| {})
 }
 
 /// Kernels named like their operator, whose dtype is the common dtype (`mul_f32`,
 /// `exp_bf16`): binary and unary arithmetic.
-fn same_name(kernel: &'static str, iter: &TensorIterator<'_>, _extra: &[Scalar]) -> Result<()> {
-    let name = kernel_for(iter.op(), kernel, iter.common_dtype())?;
-    launch(iter, &name, |_| {})
+fn same_name(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, _extra: &[Scalar]) -> Result<()> {
+    let id = for_dtype(kernel, iter.op(), iter.common_dtype())?;
+    launch(iter, id, |_| {})
 }
 
 /// The parameterised activations (`elu_f32(g, out, a, p0, p1, p2)`): the operator's scalars as
 /// three doubles, 0 for those it has fewer of.
-fn three_doubles(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
-    let name = kernel_for(iter.op(), kernel, iter.common_dtype())?;
+fn three_doubles(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let id = for_dtype(kernel, iter.op(), iter.common_dtype())?;
     let p = |i: usize| extra.get(i).map_or(0.0, |s| s.to_f64());
-    launch(iter, &name, |a| {
+    launch(iter, id, |a| {
         a.push(p(0)).push(p(1)).push(p(2));
     })
 }
 
 /// `lerp_<T>(g, out, start, end, weight)`: the weight as a double.
-fn one_double(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
-    let name = kernel_for(iter.op(), kernel, iter.common_dtype())?;
+fn one_double(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let id = for_dtype(kernel, iter.op(), iter.common_dtype())?;
     let w = extra.first().map_or(0.0, |s| s.to_f64());
-    launch(iter, &name, |a| {
+    launch(iter, id, |a| {
         a.push(w);
     })
 }
 
 /// `masked_fill_<T>(g, out, self, mask, value)`: the value as an element of the dtype.
-fn masked_fill(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+fn masked_fill(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     let dtype = iter.common_dtype();
-    let name = kernel_for(iter.op(), kernel, dtype)?;
+    let id = for_dtype(kernel, iter.op(), dtype)?;
     let v = extra.first().copied().unwrap_or(Scalar::Int(0));
-    launch(iter, &name, |a| push_element(a, dtype, v))
+    launch(iter, id, |a| push_element(a, dtype, v))
 }
 
 /// `addcmul_<T>(g, out, self, t1, t2, value)` and `addcdiv_<T>`: the value as a double for
 /// floating kernels, an int64 otherwise.
-fn addc(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+fn addc(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     let dtype = iter.common_dtype();
-    let name = kernel_for(iter.op(), kernel, dtype)?;
+    let id = for_dtype(kernel, iter.op(), dtype)?;
     let v = extra.first().copied().unwrap_or(Scalar::Int(1));
-    launch(iter, &name, |a| {
+    launch(iter, id, |a| {
         if dtype.is_floating_point() {
             a.push(v.to_f64());
         } else {
@@ -239,7 +296,7 @@ fn addc(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Re
 
 /// Comparisons (`eq_i64`): inputs of the common dtype, a Bool output (the kernels write no other
 /// dtype, so an in-place comparison into a non-bool tensor has no CUDA kernel yet).
-fn compare(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+fn compare(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     if iter.output_dtype() != ScalarType::Bool {
         return Err(Error::NotImplemented {
             op: iter.op().into(),
@@ -250,11 +307,11 @@ fn compare(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) ->
 }
 
 /// `add_<T>(g, out, a, b, alpha)`: alpha is a double for floating kernels, an int64 otherwise.
-fn add(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+fn add(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     let dtype = iter.common_dtype();
-    let name = kernel_for(iter.op(), kernel, dtype)?;
+    let id = for_dtype(kernel, iter.op(), dtype)?;
     let alpha = extra.first().copied().unwrap_or(Scalar::Int(1));
-    launch(iter, &name, |a| {
+    launch(iter, id, |a| {
         if dtype.is_floating_point() {
             a.push(alpha.to_f64());
         } else {
@@ -265,11 +322,11 @@ fn add(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Res
 
 /// `fill_<T>(g, out, value)`, the value converted to the output's dtype (its range was checked
 /// by `fill_`).
-fn fill(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+fn fill(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     let dtype = iter.output_dtype();
-    let name = kernel_for(iter.op(), kernel, dtype)?;
+    let id = for_dtype(kernel, iter.op(), dtype)?;
     let v = extra.first().copied().unwrap_or(Scalar::Int(0));
-    launch(iter, &name, |a| push_element(a, dtype, v))
+    launch(iter, id, |a| push_element(a, dtype, v))
 }
 
 /// Pushes `v` as a kernel argument of element type `dtype` (a `T` parameter of the kernel).
@@ -306,8 +363,9 @@ const REDUCE_MAX_BLOCKS: i64 = 65_535;
 /// The reduction loop (`aten::native::stub::ReduceLoop`): the kept dims of `input` become the
 /// outer dims of a [`KcReduction`] (with the outputs' strides), the reduced dims its inner dims,
 /// both innermost first and without size-1 dims; one block per output.
-fn reduction(kernel: &'static str, input: &Tensor, reduced: &[bool], outputs: &[&Tensor]) -> Result<()> {
-    let name = kernel_for(kernel, kernel, input.dtype())?;
+fn reduction(kernel: &'static KernelInfo, input: &Tensor, reduced: &[bool], outputs: &[&Tensor]) -> Result<()> {
+    let id = for_dtype(kernel, kernel.name(), input.dtype())?;
+    let kernel = kernel.name();
     let out0 = outputs.first().ok_or_else(|| Error::Cuda(format!("{kernel}: a reduction needs an output")))?;
     let mut r = KcReduction::default();
     let (mut nout, mut nred) = (1i64, 1i64);
@@ -351,20 +409,20 @@ fn reduction(kernel: &'static str, input: &Tensor, reduced: &[bool], outputs: &[
     // SAFETY: the reduction kernels take (KcReduction, outputs..., input) with the dtypes their
     // names encode (values in the input's dtype, int64 indices); every offset the geometry
     // produces lies inside the tensors, which are live for the call.
-    unsafe { crate::driver::launch(device.index as usize, &name, &cfg, &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, id, &cfg, &mut params) }
 }
 
 /// `arange_<T>(g, out, start, step)`: start and step in the kernel's accumulation type (float
 /// for float32/float16/bfloat16, double for float64, int64 for integers), as PyTorch's CUDA
 /// `arange` computes.
-fn arange(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+fn arange(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     let dtype = iter.output_dtype();
-    let name = kernel_for(iter.op(), kernel, dtype)?;
+    let id = for_dtype(kernel, iter.op(), dtype)?;
     let (start, step) = match extra {
         [a, b] => (*a, *b),
         _ => return Err(Error::Cuda("arange: the loop takes start and step".into())),
     };
-    launch(iter, &name, |a| match dtype {
+    launch(iter, id, |a| match dtype {
         ScalarType::F64 => {
             a.push(start.to_f64()).push(step.to_f64());
         }
@@ -379,10 +437,10 @@ fn arange(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> 
 
 /// `threshold_backward_<T>(g, out, grad, x, threshold)`: the threshold as a double (floating
 /// kernels only, as on the CPU).
-fn threshold_backward(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
-    let name = kernel_for(iter.op(), kernel, iter.common_dtype())?;
+fn threshold_backward(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let id = for_dtype(kernel, iter.op(), iter.common_dtype())?;
     let threshold = extra.first().map_or(0.0, |s| s.to_f64());
-    launch(iter, &name, |a| {
+    launch(iter, id, |a| {
         a.push(threshold);
     })
 }
@@ -395,9 +453,15 @@ fn threshold_backward(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[
 /// - `bernoulli_tensor`: no parameters, the probabilities are the iterator's input (of the
 ///   output's dtype);
 /// - `random` (range as the bits of an int64, 0 for 2^64; base; whether to draw 64 bits).
-fn random(kernel: &'static str, iter: &TensorIterator<'_>, generator: &Generator, params: &[Scalar]) -> Result<()> {
+fn random(
+    kernel: &'static KernelInfo,
+    iter: &TensorIterator<'_>,
+    generator: &Generator,
+    params: &[Scalar],
+) -> Result<()> {
     let dtype = iter.output_dtype();
-    let name = kernel_for(iter.op(), kernel, dtype)?;
+    let id = for_dtype(kernel, iter.op(), dtype)?;
+    let kernel = kernel.name();
     let wide = kernel == "random" && params.get(2).is_some_and(|w| w.to_bool());
     // Elements per Philox block: 2 where an element takes two 32-bit words.
     let per: i64 = match kernel {
@@ -412,8 +476,7 @@ fn random(kernel: &'static str, iter: &TensorIterator<'_>, generator: &Generator
         return Ok(());
     }
     let (seed, offset) = generator.philox_reserve(counters as u64);
-    let floats: Vec<f64> = params.iter().map(|p| p.to_f64()).collect();
-    launch(iter, &name, |a| {
+    launch(iter, id, |a| {
         a.push(seed).push(offset);
         match kernel {
             "random" => {
@@ -422,8 +485,8 @@ fn random(kernel: &'static str, iter: &TensorIterator<'_>, generator: &Generator
                 a.push(range).push(base).push(wide);
             }
             _ => {
-                for &f in &floats {
-                    a.push(f);
+                for p in params {
+                    a.push(p.to_f64());
                 }
             }
         }

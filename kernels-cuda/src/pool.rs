@@ -8,7 +8,7 @@ use c10::{Error, Result, ScalarType};
 use crate::args::KcPool;
 use crate::driver::{KernelArgs, StreamId};
 use crate::geometry::elementwise_launch;
-use crate::loops::kernel_for;
+use crate::loops::family;
 
 /// `pool_max_<T>(KcPool, out, indices, input, windows)` or `pool_avg_<T>(KcPool, out, input,
 /// windows)` (`aten::native::stub::PoolLoop`): one thread per output element.
@@ -19,11 +19,10 @@ pub(crate) fn pool(
     windows: &[[i64; 4]],
     g: &PoolGeometry,
 ) -> Result<()> {
-    let (op, base) = match g.mode {
-        PoolMode::Max => ("max_pool", "pool_max"),
-        PoolMode::Avg { .. } => ("avg_pool", "pool_avg"),
+    let (op, id) = match g.mode {
+        PoolMode::Max => ("max_pool", family!("pool_max").get("max_pool", input.dtype())?),
+        PoolMode::Avg { .. } => ("avg_pool", family!("pool_avg").get("avg_pool", input.dtype())?),
     };
-    let name = kernel_for(op, base, input.dtype())?;
     let rows = g.out.iter().sum::<i64>();
     let numel = |sp: &[i64; 3]| [g.planes, sp[0], sp[1], sp[2]].iter().try_fold(1i64, |acc, &v| acc.checked_mul(v));
     let device = input.device();
@@ -102,7 +101,5 @@ pub(crate) fn pool(
     // for i < planes * out's numel only. The table is dropped after the launch is queued: the
     // caching allocator hands its block out again only on this stream, so any later use of that
     // memory is ordered after the kernel (PyTorch's stream-ordered caching).
-    unsafe {
-        crate::driver::launch(device.index as usize, &name, &elementwise_launch(out.numel(), stream), &mut params)
-    }
+    unsafe { crate::driver::launch(device.index as usize, id, &elementwise_launch(out.numel(), stream), &mut params) }
 }

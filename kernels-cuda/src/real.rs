@@ -6,16 +6,17 @@
 //! (`crate::device_code`); a device's modules are loaded at its first launch and functions are
 //! looked up by name and cached.
 
-use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-use std::sync::Mutex;
+use std::sync::OnceLock;
+
+use c10::sync::Mutex;
 
 use c10::{Error, Result};
 use cudarc::cublas;
 use cudarc::driver::{result, sys, DriverError};
 
 use crate::device_code::{FATBINS, HAS_DEVICE_CODE};
-use crate::driver::{DevicePtr, Driver, EventId, Gemm, LaunchConfig, MallocError, StreamId};
+use crate::driver::{DevicePtr, Driver, EventId, Gemm, KernelId, LaunchConfig, MallocError, StreamId};
 
 /// PyTorch's message when no driver can be loaded.
 const NO_DRIVER: &str = "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx";
@@ -29,8 +30,11 @@ fn cuda_error(what: &str, e: DriverError) -> Error {
 struct Device {
     ordinal: sys::CUdevice,
     ctx: sys::CUcontext,
-    functions: Mutex<Option<HashMap<String, sys::CUfunction>>>,
-    modules: Mutex<Vec<sys::CUmodule>>,
+    /// The device's modules, loaded at its first launch (a failure is kept: it would recur).
+    modules: OnceLock<std::result::Result<Vec<sys::CUmodule>, Error>>,
+    /// The functions by [`KernelId`], each looked up at its first launch (Note [Kernel handles]
+    /// in `aten::native::stub`: a launch takes no lock).
+    functions: Box<[OnceLock<sys::CUfunction>]>,
     /// The device's cuBLAS handle, created at its first product (cuBLAS is loaded then).
     cublas: Mutex<Option<cublas::sys::cublasHandle_t>>,
 }
@@ -65,8 +69,8 @@ pub fn open() -> Result<Box<dyn Driver>> {
         devices.push(Device {
             ordinal,
             ctx,
-            functions: Mutex::new(None),
-            modules: Mutex::new(Vec::new()),
+            modules: OnceLock::new(),
+            functions: (0..crate::emu::kernel_count()).map(|_| OnceLock::new()).collect(),
             cublas: Mutex::new(None),
         });
     }
@@ -82,17 +86,19 @@ impl CudaDriver {
         Ok(d)
     }
 
-    /// The function `name` on `device`, loading the device's modules at first use.
-    fn function(&self, device: usize, name: &str) -> Result<sys::CUfunction> {
+    /// `kernel`'s function on `device`, loading the device's modules at its first launch.
+    fn function(&self, device: usize, kernel: KernelId) -> Result<sys::CUfunction> {
         let d = self.enter(device)?;
-        let mut functions = d.functions.lock().expect("function cache");
-        if functions.is_none() {
+        if let Some(f) = d.functions[kernel.index()].get() {
+            return Ok(*f);
+        }
+        let modules = d.modules.get_or_init(|| {
             if !HAS_DEVICE_CODE {
                 return Err(Error::Cuda(
                     "kernels-cuda was built without nvcc, so it has no device code: rebuild with NVCC set (kernels-cuda/setup-cuda.sh)".into(),
                 ));
             }
-            let mut modules = d.modules.lock().expect("module list");
+            let mut modules = Vec::new();
             for (_, image) in FATBINS {
                 // SAFETY: the image is a fatbin nvcc wrote (embedded with include_bytes!), alive
                 // for the whole program; the device's context is current.
@@ -100,18 +106,15 @@ impl CudaDriver {
                     .map_err(|e| cuda_error("cuModuleLoadData", e))?;
                 modules.push(m);
             }
-            *functions = Some(HashMap::new());
-        }
-        let cache = functions.as_mut().expect("initialised above");
-        if let Some(f) = cache.get(name) {
-            return Ok(*f);
-        }
+            Ok(modules)
+        });
+        let modules = modules.as_ref().map_err(Clone::clone)?;
+        let name = kernel.name();
         let cname = CString::new(name).map_err(|_| Error::Cuda(format!("bad kernel name {name:?}")))?;
-        for m in d.modules.lock().expect("module list").iter() {
+        for m in modules {
             // SAFETY: `m` is a module loaded in this device's context.
             if let Ok(f) = unsafe { result::module::get_function(*m, cname.clone()) } {
-                cache.insert(name.to_string(), f);
-                return Ok(f);
+                return Ok(*d.functions[kernel.index()].get_or_init(|| f));
             }
         }
         Err(Error::Cuda(format!("CUDA error: named symbol not found (no kernel '{name}' in kernels-cuda)")))
@@ -301,14 +304,20 @@ impl Driver for CudaDriver {
         }
     }
 
-    unsafe fn launch(&self, device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
-        let f = self.function(device, name)?;
+    unsafe fn launch(
+        &self,
+        device: usize,
+        kernel: KernelId,
+        cfg: &LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        let f = self.function(device, kernel)?;
         let [gx, gy, gz] = cfg.grid;
         let [bx, by, bz] = cfg.block;
         // SAFETY: the caller guarantees `params` match the kernel's parameters and that the
         // device pointers are valid.
         unsafe { result::launch_kernel(f, (gx, gy, gz), (bx, by, bz), cfg.shared_bytes, stream(cfg.stream), params) }
-            .map_err(|e| cuda_error(name, e))
+            .map_err(|e| cuda_error(kernel.name(), e))
     }
 
     fn stream_create(&self, device: usize) -> Result<StreamId> {

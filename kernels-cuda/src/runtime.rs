@@ -233,9 +233,9 @@ impl Allocator for CudaAllocator {
 /// Pinned host memory from the driver (`Tensor::pin_memory`): every live block is recorded
 /// (start → size) so `is_pinned` can answer for any address inside one.
 struct Pinned {
-    blocks: std::sync::Mutex<std::collections::BTreeMap<usize, usize>>,
+    blocks: c10::sync::Mutex<std::collections::BTreeMap<usize, usize>>,
 }
-static PINNED: Pinned = Pinned { blocks: std::sync::Mutex::new(std::collections::BTreeMap::new()) };
+static PINNED: Pinned = Pinned { blocks: c10::sync::Mutex::new(std::collections::BTreeMap::new()) };
 
 /// The deleter of pinned blocks.
 unsafe fn free_pinned(data: *mut u8, _ctx: *mut ()) {

@@ -5,9 +5,9 @@
 use aten::{ops, Tensor};
 use c10::{Error, Result, ScalarType};
 
-use crate::driver::{KernelArgs, StreamId};
+use crate::driver::{KernelArgs, KernelId, StreamId};
 use crate::geometry::elementwise_launch;
-use crate::loops::kernel_for;
+use crate::loops::{family, kernel};
 
 /// Lines at most this long are sorted by rank (n^2 comparisons per line, one launch); longer
 /// ones by ceil(log2 n) merge passes.
@@ -18,11 +18,11 @@ const RANK_SORT_MAX: i64 = 256;
 /// # Safety
 /// `args` must be `name`'s parameters, in order, with every pointer live and every element the
 /// kernel reads or writes inside its allocation.
-unsafe fn launch(device: c10::Device, name: &str, work: i64, args: &mut KernelArgs) -> Result<()> {
+unsafe fn launch(device: c10::Device, kernel: KernelId, work: i64, args: &mut KernelArgs) -> Result<()> {
     let stream = StreamId(crate::runtime::current_stream(device)?.id);
     let mut params = args.params();
     // SAFETY: the caller's contract.
-    unsafe { crate::driver::launch(device.index as usize, name, &elementwise_launch(work, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, kernel, &elementwise_launch(work, stream), &mut params) }
 }
 
 /// `sort_<T>(lines, n, values, indices, in, descending)` for lines of at most
@@ -43,16 +43,16 @@ pub(crate) fn sort(values: &Tensor, indices: &Tensor, input: &Tensor, descending
     }
     let device = input.device();
     if n <= RANK_SORT_MAX {
-        let name = kernel_for("sort", "sort", input.dtype())?;
+        let id = family!("sort").get("sort", input.dtype())?;
         let mut args = KernelArgs::new();
         args.push(numel / n).push(n).push(values.data_ptr() as u64).push(indices.data_ptr() as u64);
         args.push(input.data_ptr() as u64).push(descending);
         // SAFETY: sort_<T> takes (int64 lines, int64 n, T* values, int64_t* indices, const T*
         // in, bool); the three tensors are live, contiguous and hold lines * n elements, and
         // every rank a thread computes is below n, so every write stays inside its line.
-        return unsafe { launch(device, &name, numel, &mut args) };
+        return unsafe { launch(device, id, numel, &mut args) };
     }
-    let name = kernel_for("sort", "merge", input.dtype())?;
+    let id = family!("merge").get("sort", input.dtype())?;
     // Pass k writes into pair (passes - 1 - k) % 2, so that the last pass writes the output.
     let passes = 64 - ((n - 1) as u64).leading_zeros();
     let scratch = (
@@ -76,7 +76,7 @@ pub(crate) fn sort(values: &Tensor, indices: &Tensor, input: &Tensor, descending
         // scratch pair are live, contiguous and hold lines * n elements like the input, a pass
         // never reads the pair it writes, and every place a thread computes lies inside its
         // line's merged run (Note [Merging sorted runs]).
-        unsafe { launch(device, &name, numel, &mut args)? };
+        unsafe { launch(device, id, numel, &mut args)? };
     }
     Ok(())
 }
@@ -118,9 +118,9 @@ pub(crate) fn runs(sorted: &Tensor, starts: &Tensor, keys: &Tensor) -> Result<i6
     // keys and `counts` chunks + 1; the scan makes counts[c] the runs before chunk c, so run
     // numbers stay below the total <= n, within `keys` (n) and `starts` (n + 1).
     unsafe {
-        launch(device, "runs_count", chunks, &mut count)?;
-        launch(device, "runs_scan", 1, &mut scan)?;
-        launch(device, "runs_write", chunks, &mut write)?;
+        launch(device, kernel!("runs_count")?, chunks, &mut count)?;
+        launch(device, kernel!("runs_scan")?, 1, &mut scan)?;
+        launch(device, kernel!("runs_write")?, chunks, &mut write)?;
     }
     ops::narrow(&counts, 0, chunks, 1)?.item::<i64>()
 }

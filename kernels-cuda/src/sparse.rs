@@ -6,7 +6,7 @@ use c10::{Error, Result, ScalarType};
 
 use crate::driver::{KernelArgs, StreamId};
 use crate::geometry::elementwise_launch;
-use crate::loops::kernel_for;
+use crate::loops::family;
 
 /// `spmm_<T>(rows, n, out, dense, values, crow, col, order)` (`aten::native::stub::SpmmLoop`):
 /// one thread per element of the contiguous `[rows, n]` output.
@@ -19,7 +19,7 @@ pub(crate) fn spmm(
     order: Option<&Tensor>,
 ) -> Result<()> {
     let op = "spmm";
-    let name = kernel_for(op, "spmm", out.dtype())?;
+    let id = family!("spmm").get(op, out.dtype())?;
     let (rows, n) = match out.sizes() {
         &[r, c] => (r, c),
         s => return Err(Error::Cuda(format!("{op}: a [rows, cols] output expected, got {s:?}"))),
@@ -60,5 +60,5 @@ pub(crate) fn spmm(
     // elements (a CSR tensor's were checked at construction), `order` (when given) as a
     // permutation of the elements, and checked every column against dense's rows, so every
     // element the kernel reads is inside its tensor and every output element is written once.
-    unsafe { crate::driver::launch(device.index as usize, &name, &elementwise_launch(work, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, id, &elementwise_launch(work, stream), &mut params) }
 }

@@ -9,6 +9,40 @@ use aten::{ops, Tensor};
 use c10::{Device, Error, Scalar, ScalarType};
 use kernels_cuda::driver::{self, DriverKind};
 
+/// The global allocator, counting the calling thread's allocations (for
+/// `a_warm_launch_allocates_nothing_and_takes_no_lock`).
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+// SAFETY: every call goes to the system allocator unchanged; the counter is a const-initialised
+// thread-local without a destructor, so touching it allocates nothing.
+unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract is GlobalAlloc::alloc's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from `alloc` above, i.e. from the system allocator.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: as `dealloc`.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(std::cell::Cell::get)
+}
+
 fn setup() -> Device {
     if std::env::var_os("TORCH_CUDA_DRIVER").is_none() {
         driver::select(DriverKind::Emulator).unwrap();
@@ -166,8 +200,12 @@ fn factories_create_on_the_device() {
         ops::fill_(&ops::zeros(&[2], Some(ScalarType::U8), None, None, None).unwrap(), Scalar::Int(300)).unwrap_err();
     assert_eq!(e.to_string(), c.to_string());
     // Factories without a CUDA kernel say so instead of touching device memory from the CPU.
-    let e = ops::linspace(Scalar::Int(0), Scalar::Int(1), 5, None, None, Some(GPU), None).unwrap_err().to_string();
+    let e = ops::randperm(5, None, None, Some(GPU), None).unwrap_err().to_string();
     assert!(e.contains("CUDA"), "{e}");
+    // linspace is composed from device kernels: the values are the CPU's.
+    let l = ops::linspace(Scalar::Int(0), Scalar::Int(1), 5, None, None, Some(GPU), None).unwrap();
+    assert_eq!((l.device(), l.dtype()), (GPU, ScalarType::F32));
+    assert_eq!(l.to_vec::<f32>().unwrap(), [0.0, 0.25, 0.5, 0.75, 1.0]);
     // arange: integer ranges exactly, floating ones as PyTorch's CUDA kernel computes them
     // (start + i * step in float for float32), close to the CPU's double arithmetic.
     let r =
@@ -389,7 +427,7 @@ fn errors_are_values_with_the_cpus_kinds() {
     assert!(matches!(ops::cumsum(&gb, 0, Some(ScalarType::Bool)).unwrap_err(), Error::UnsupportedDtype { .. }));
     let e = ops::neg(&gb).unwrap_err().to_string();
     assert!(e.contains("Negation, the `-` operator, on a bool tensor is not supported"), "{e}");
-    let e = ops::kthvalue(&ga, 1, 0, false).unwrap_err().to_string();
+    let e = ops::cummax(&ga, 0).unwrap_err().to_string();
     assert!(e.contains("CUDA"), "{e}");
     // The tensors are intact after the errors.
     assert_eq!(ga.to_vec::<f64>().unwrap(), values(&sample(&[3], ScalarType::F32, 1)));
@@ -2023,4 +2061,46 @@ fn celu_and_threshold_run_on_the_device() {
         ops::threshold_out(&gx, th, v, &out).unwrap();
         assert_close(&out.cpu().unwrap(), &want, 0.0, &format!("threshold.out {dtype}"));
     }
+}
+
+/// Note [Kernel handles]: once a kernel ran, launching it again resolves nothing by name. The
+/// launch path (the handle's loop, the dtype's `.cu` kernel, the argument array, the stream,
+/// the driver) allocates nothing and takes none of the counted locks (Note [Counted locks]:
+/// those of the CUDA backend, its allocator and the loop registry). The iterator and the
+/// output are built before, as an operator builds them.
+#[test]
+fn a_warm_launch_allocates_nothing_and_takes_no_lock() {
+    use aten::native::stub;
+    use aten::native::tensor_iterator::TensorIteratorConfig;
+    setup();
+    let (a, b) = (
+        sample(&[1], ScalarType::F32, 1).to_device(GPU).unwrap(),
+        sample(&[1], ScalarType::F32, 2).to_device(GPU).unwrap(),
+    );
+    let out = ops::empty(&[1], Some(ScalarType::F32), None, Some(GPU), None, None).unwrap();
+    let iter = TensorIteratorConfig::binary_op("add", Some(&out), &a, &b).build().unwrap();
+    let add = aten::device_kernel!("add");
+    let src = sample(&[4, 3], ScalarType::F32, 3).to_device(GPU).unwrap();
+    let sums = ops::empty(&[1, 3], Some(ScalarType::F32), None, Some(GPU), None, None).unwrap();
+    let sum = aten::device_kernel!(reduce "sum");
+    let launch = || {
+        stub::run(add, &iter, &[Scalar::Float(2.0)]).unwrap();
+        stub::run_reduction("sum", sum, &src, &[true, false], &[&sums]).unwrap();
+    };
+    // The first launch resolves the handles: the registry's lock, the kernel's name.
+    let (allocs, locks) = (allocations(), c10::sync::lock_acquisitions());
+    launch();
+    assert!(allocations() > allocs && c10::sync::lock_acquisitions() > locks, "the first launch resolves by name");
+    let (allocs, locks) = (allocations(), c10::sync::lock_acquisitions());
+    for _ in 0..100 {
+        launch();
+    }
+    assert_eq!(allocations() - allocs, 0, "allocations in 100 warm launches");
+    assert_eq!(c10::sync::lock_acquisitions() - locks, 0, "counted locks in 100 warm launches");
+    // The launches computed: out = a + 2 b, and the column sums.
+    let want =
+        ops::add(&sample(&[1], ScalarType::F32, 1), &sample(&[1], ScalarType::F32, 2), Scalar::Float(2.0)).unwrap();
+    assert_close(&out.to_device(Device::CPU).unwrap(), &want, 0.0, "add");
+    let want = ops::sum_dim_intlist(&sample(&[4, 3], ScalarType::F32, 3), Some(&[0]), true, None).unwrap();
+    assert_close(&sums.to_device(Device::CPU).unwrap(), &want, 1e-6, "sum");
 }

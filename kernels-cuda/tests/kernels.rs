@@ -6,11 +6,9 @@
 //! tests on it). `CUDA_EMU_SCHED` varies the emulator's scheduling order.
 #![cfg(feature = "cuda")]
 
-use std::ffi::c_void;
-
 use c10::{bf16, f16, Element};
 use kernels_cuda::args::{KcColumns, KcGeometry, KcPool, KcReduction, KcRemap};
-use kernels_cuda::driver::{self, DevicePtr, Driver, DriverKind, KernelArgs, LaunchConfig, StreamId};
+use kernels_cuda::driver::{self, DevicePtr, Driver, DriverKind, KernelArgs, KernelId, LaunchConfig, StreamId};
 use kernels_cuda::geometry;
 
 fn dev() -> &'static dyn Driver {
@@ -65,10 +63,14 @@ thread_local! {
 }
 
 fn launch(name: &str, cfg: &LaunchConfig, args: &mut KernelArgs) -> c10::Result<()> {
-    let mut params: Vec<*mut c_void> = args.params();
+    let kernel = KernelId::find(name).ok_or_else(|| {
+        c10::Error::Cuda(format!("CUDA error: named symbol not found (no kernel '{name}' in kernels-cuda)"))
+    })?;
+    assert_eq!(kernel.name(), name);
+    let mut params = args.params();
     LAUNCHED.with(|l| l.borrow_mut().insert(name.to_string()));
     // SAFETY: every test passes the kernel's parameters in order, with live buffers.
-    unsafe { dev().launch(0, name, cfg, &mut params) }
+    unsafe { dev().launch(0, kernel, cfg, &mut params) }
 }
 
 fn contiguous_geometry(n: usize, operands: usize) -> KcGeometry {

@@ -37,7 +37,7 @@ fn run_binary(
 fn add_kernel(iter: &TensorIterator, alpha: Scalar) -> Result<()> {
     if !iter.is_cpu() {
         // `sub` is `add` with the negated alpha.
-        return stub::run("add", iter, &[alpha]);
+        return stub::run(crate::device_kernel!("add"), iter, &[alpha]);
     }
     let dt = iter.common_dtype();
     if dt.is_complex() {
@@ -131,7 +131,7 @@ pub fn sub_(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
 
 fn mul_kernel(iter: &TensorIterator) -> Result<()> {
     if !iter.is_cpu() {
-        return stub::run("mul", iter, &[]);
+        return stub::run(crate::device_kernel!("mul"), iter, &[]);
     }
     if iter.common_dtype().is_complex() {
         return crate::native::complex::kernels::mul(iter);
@@ -205,10 +205,10 @@ fn div_floor_f<F: num_traits::Float>(a: F, b: F) -> F {
 
 fn div_kernel(iter: &TensorIterator, mode: Rounding) -> Result<()> {
     if !iter.is_cpu() {
-        let kernel = match mode {
-            Rounding::True => "div",
-            Rounding::Trunc => "div_trunc",
-            Rounding::Floor => "div_floor",
+        let kernel: &'static stub::Kernel = match mode {
+            Rounding::True => crate::device_kernel!("div"),
+            Rounding::Trunc => crate::device_kernel!("div_trunc"),
+            Rounding::Floor => crate::device_kernel!("div_floor"),
         };
         let dt = iter.common_dtype();
         if !dt.is_floating_point() && !dt.is_complex() && !iter.device().is_meta() {

@@ -49,6 +49,18 @@ fn kernel(iter: &TensorIterator, c: Cmp) -> Result<()> {
     Ok(())
 }
 
+/// The device kernel of comparison `c` (Note [Kernel handles]).
+fn device_kernel(c: Cmp) -> &'static crate::native::stub::Kernel {
+    match c {
+        Cmp::Eq => crate::device_kernel!("eq"),
+        Cmp::Ne => crate::device_kernel!("ne"),
+        Cmp::Lt => crate::device_kernel!("lt"),
+        Cmp::Le => crate::device_kernel!("le"),
+        Cmp::Gt => crate::device_kernel!("gt"),
+        Cmp::Ge => crate::device_kernel!("ge"),
+    }
+}
+
 fn name(c: Cmp) -> &'static str {
     match c {
         Cmp::Eq => "eq",
@@ -69,7 +81,7 @@ pub fn compare(c: Cmp, a: &Tensor, b: &Tensor, out: Option<&Tensor>) -> Result<T
     if iter.is_cpu() {
         kernel(&iter, c)?;
     } else {
-        crate::native::stub::run(name(c), &iter, &[])?;
+        crate::native::stub::run(device_kernel(c), &iter, &[])?;
     }
     iter.output(0)
 }

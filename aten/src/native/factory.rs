@@ -522,7 +522,7 @@ pub fn arange_start_step(
         };
         {
             let iter = crate::native::tensor_iterator::TensorIteratorConfig::new(OP).add_output(Some(&out)).build()?;
-            crate::native::stub::run("arange", &iter, &[s, st])?;
+            crate::native::stub::run(crate::device_kernel!("arange"), &iter, &[s, st])?;
         }
         return Ok(out);
     }
@@ -820,7 +820,7 @@ pub fn fill_scalar_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
         });
         // Note [Device-generic operators]: an output-only iteration; the loop gets the value.
         let iter = crate::native::tensor_iterator::TensorIteratorConfig::new(OP).add_output(Some(self_)).build()?;
-        crate::native::stub::run("fill", &iter, &[value])?;
+        crate::native::stub::run(crate::device_kernel!("fill"), &iter, &[value])?;
         return Ok(self_.clone());
     }
     c10::dispatch_all_types!(self_.dtype(), T => {

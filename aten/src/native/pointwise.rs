@@ -53,10 +53,16 @@ fn binary_iter<'a>(op: &'static str, a: &'a Tensor, b: &'a Tensor, int_to_float:
 
 // ---- binary ------------------------------------------------------------------------------------
 
-fn min_max(op: &'static str, a: &Tensor, b: &Tensor, take_max: bool) -> Result<Tensor> {
+fn min_max(
+    op: &'static str,
+    kernel: &'static crate::native::stub::Kernel,
+    a: &Tensor,
+    b: &Tensor,
+    take_max: bool,
+) -> Result<Tensor> {
     let iter = binary_iter(op, a, b, false)?;
     if !iter.is_cpu() {
-        crate::native::stub::run(op, &iter, &[])?;
+        crate::native::stub::run(kernel, &iter, &[])?;
         return iter.output(0);
     }
     match_float!(iter.common_dtype(), T, A => {
@@ -75,18 +81,18 @@ fn min_max(op: &'static str, a: &Tensor, b: &Tensor, take_max: bool) -> Result<T
 
 /// `maximum(Tensor self, Tensor other) -> Tensor`
 pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    min_max("maximum", self_, other, true)
+    min_max("maximum", crate::device_kernel!("maximum"), self_, other, true)
 }
 /// `minimum(Tensor self, Tensor other) -> Tensor`
 pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    min_max("minimum", self_, other, false)
+    min_max("minimum", crate::device_kernel!("minimum"), self_, other, false)
 }
 
 /// `atan2(Tensor self, Tensor other) -> Tensor`
 pub fn atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let iter = binary_iter("atan2", self_, other, true)?;
     if !iter.is_cpu() {
-        return run_on_device("atan2", iter, &[]);
+        return run_on_device(crate::device_kernel!("atan2"), iter, &[]);
     }
     float_zip(&iter, "atan2", f64::atan2)?;
     iter.output(0)
@@ -108,7 +114,7 @@ pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let iter = binary_iter("fmod", self_, other, false)?;
     int_mod_check(&iter, "fmod")?;
     if !iter.is_cpu() {
-        return run_on_device("fmod", iter, &[]);
+        return run_on_device(crate::device_kernel!("fmod"), iter, &[]);
     }
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(&iter, |x, y| T::from_acc(x.to_acc() % y.to_acc()));
@@ -123,7 +129,7 @@ pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let iter = binary_iter("remainder", self_, other, false)?;
     int_mod_check(&iter, "remainder")?;
     if !iter.is_cpu() {
-        return run_on_device("remainder", iter, &[]);
+        return run_on_device(crate::device_kernel!("remainder"), iter, &[]);
     }
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(&iter, |x, y| {
@@ -187,7 +193,7 @@ fn pow_impl(a: &Tensor, b: &Tensor, scalar_exponent: bool) -> Result<Tensor> {
         if dtype == ScalarType::Bool || dtype.is_complex() {
             return Err(Error::UnsupportedDtype { op: "pow".into(), dtype });
         }
-        return run_on_device("pow", iter, &[]);
+        return run_on_device(crate::device_kernel!("pow"), iter, &[]);
     }
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(&iter, |x, y| T::from_acc(x.to_acc().powf(y.to_acc())));
@@ -215,7 +221,7 @@ pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
 
 /// `logical_and(Tensor self, Tensor other) -> Tensor`
 pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    logical_binary("logical_and", self_, other, |x, y| x && y)
+    logical_binary("logical_and", crate::device_kernel!("logical_and"), self_, other, |x, y| x && y)
 }
 
 /// `logical_not(Tensor self) -> Tensor`
@@ -228,7 +234,7 @@ pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
         .common_dtype(self_.dtype())
         .build()?;
     if !iter.is_cpu() {
-        return run_on_device("logical_not", iter, &[]);
+        return run_on_device(crate::device_kernel!("logical_not"), iter, &[]);
     }
     c10::dispatch_all_types!(self_.dtype(), T => unary_loop::<bool, T>(&iter, |x| !x.to_bool()));
     iter.output(0)
@@ -244,7 +250,7 @@ pub fn isnan(self_: &Tensor) -> Result<Tensor> {
         .common_dtype(self_.dtype())
         .build()?;
     if !iter.is_cpu() {
-        return crate::native::unary::predicate_on_device(iter, false);
+        return crate::native::unary::predicate_on_device(iter, crate::device_kernel!("isnan"), false);
     }
     c10::dispatch_all_types!(self_.dtype(), T => unary_loop::<bool, T>(&iter, |x| x.to_f64().is_nan()));
     iter.output(0)
@@ -260,7 +266,7 @@ pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tenso
         if !iter.common_dtype().is_floating_point() {
             return Err(Error::UnsupportedDtype { op: "lerp".into(), dtype: iter.common_dtype() });
         }
-        return run_on_device("lerp", iter, &[weight]);
+        return run_on_device(crate::device_kernel!("lerp"), iter, &[weight]);
     }
     float_zip(&iter, "lerp", move |s, e| if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })?;
     iter.output(0)
@@ -312,7 +318,7 @@ pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scala
     }
     let iter = binary_iter("threshold_backward", grad_output, self_, false)?;
     if !iter.is_cpu() {
-        crate::native::stub::run("threshold_backward", &iter, &[threshold])?;
+        crate::native::stub::run(crate::device_kernel!("threshold_backward"), &iter, &[threshold])?;
         return iter.output(0);
     }
     float_zip(&iter, "threshold_backward", move |g, x| if x > th { g } else { 0.0 })?;
@@ -338,7 +344,8 @@ fn addc(
         if dtype == ScalarType::Bool || dtype.is_complex() {
             return Err(Error::UnsupportedDtype { op: op.into(), dtype });
         }
-        let kernel = if div { "addcdiv" } else { "addcmul" };
+        let kernel: &'static crate::native::stub::Kernel =
+            if div { crate::device_kernel!("addcdiv") } else { crate::device_kernel!("addcmul") };
         return run_on_device(kernel, iter, &[value]);
     }
     let v = value.to_f64();
@@ -438,7 +445,7 @@ pub fn masked_fill_scalar(self_: &Tensor, mask: &Tensor, value: Scalar) -> Resul
         .common_dtype(self_.dtype())
         .build()?;
     if !iter.is_cpu() {
-        crate::native::stub::run("masked_fill", &iter, &[value])?;
+        crate::native::stub::run(crate::device_kernel!("masked_fill"), &iter, &[value])?;
         drop(iter);
         return Ok(out);
     }
@@ -455,7 +462,11 @@ pub fn masked_fill_scalar(self_: &Tensor, mask: &Tensor, value: Scalar) -> Resul
 
 /// Runs `kernel`'s device loop over `iter` with the operator's scalars (Note [Device-generic
 /// operators] in `native::stub`) and returns the output.
-fn run_on_device(kernel: &'static str, iter: TensorIterator, extra: &[Scalar]) -> Result<Tensor> {
+fn run_on_device(
+    kernel: &'static crate::native::stub::Kernel,
+    iter: TensorIterator,
+    extra: &[Scalar],
+) -> Result<Tensor> {
     crate::native::stub::run(kernel, &iter, extra)?;
     iter.output(0)
 }
@@ -464,7 +475,7 @@ fn run_on_device(kernel: &'static str, iter: TensorIterator, extra: &[Scalar]) -
 /// `None` for a CPU (or meta) tensor, which the caller's own loops compute.
 fn activation_on_device(
     op: &'static str,
-    kernel: &'static str,
+    kernel: &'static crate::native::stub::Kernel,
     a: &Tensor,
     extra: &[Scalar],
 ) -> Option<Result<Tensor>> {
@@ -489,7 +500,7 @@ fn activation(op: &'static str, a: &Tensor, f: impl Fn(f64) -> f64 + Sync) -> Re
 
 /// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor`
 pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
-    if let Some(r) = activation_on_device("leaky_relu", "leaky_relu", self_, &[negative_slope]) {
+    if let Some(r) = activation_on_device("leaky_relu", crate::device_kernel!("leaky_relu"), self_, &[negative_slope]) {
         return r;
     }
     let s = negative_slope.to_f64();
@@ -501,7 +512,7 @@ pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tens
         // Integer inputs clamp in their own dtype (PyTorch's hardtanh accepts them).
         return crate::ops::clamp(self_, Some(min_val), Some(max_val));
     }
-    if let Some(r) = activation_on_device("hardtanh", "hardtanh", self_, &[min_val, max_val]) {
+    if let Some(r) = activation_on_device("hardtanh", crate::device_kernel!("hardtanh"), self_, &[min_val, max_val]) {
         return r;
     }
     let (lo, hi) = (min_val.to_f64(), max_val.to_f64());
@@ -578,7 +589,7 @@ fn op_activation<Op: UnaryFloatOp>(a: &Tensor) -> Result<Tensor> {
 
 /// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`
 pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
-    if let Some(r) = activation_on_device("elu", "elu", self_, &[alpha, scale, input_scale]) {
+    if let Some(r) = activation_on_device("elu", crate::device_kernel!("elu"), self_, &[alpha, scale, input_scale]) {
         return r;
     }
     let (a, s, i) = (alpha.to_f64(), scale.to_f64(), input_scale.to_f64());
@@ -591,7 +602,7 @@ pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) ->
 }
 /// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`
 pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
-    if let Some(r) = activation_on_device("softplus", "softplus", self_, &[beta, threshold]) {
+    if let Some(r) = activation_on_device("softplus", crate::device_kernel!("softplus"), self_, &[beta, threshold]) {
         return r;
     }
     let (b, t) = (beta.to_f64(), threshold.to_f64());
@@ -600,7 +611,8 @@ pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tenso
 }
 /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
-    let kernel = if approximate == "tanh" { "gelu_tanh" } else { "gelu" };
+    let kernel: &'static crate::native::stub::Kernel =
+        if approximate == "tanh" { crate::device_kernel!("gelu_tanh") } else { crate::device_kernel!("gelu") };
     if matches!(approximate, "none" | "tanh") {
         if let Some(r) = activation_on_device("gelu", kernel, self_, &[]) {
             return r;
@@ -619,7 +631,11 @@ pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let iter = unary_iter("logit", self_, true)?;
     if !iter.is_cpu() {
         let e = Scalar::Float(eps.unwrap_or(0.0));
-        return run_on_device("logit", iter, &[e, Scalar::Float(if eps.is_some() { 1.0 } else { 0.0 })]);
+        return run_on_device(
+            crate::device_kernel!("logit"),
+            iter,
+            &[e, Scalar::Float(if eps.is_some() { 1.0 } else { 0.0 })],
+        );
     }
     float_map(&iter, "logit", move |x| {
         // PyTorch's `x < lo ? lo : (x > hi ? hi : x)`, not `f64::clamp`, which panics when
@@ -1298,12 +1314,18 @@ shift_ops!(
 
 // ---- logical -------------------------------------------------------------------------------------
 
-fn logical_binary(op: &'static str, a: &Tensor, b: &Tensor, f: fn(bool, bool) -> bool) -> Result<Tensor> {
+fn logical_binary(
+    op: &'static str,
+    kernel: &'static crate::native::stub::Kernel,
+    a: &Tensor,
+    b: &Tensor,
+    f: fn(bool, bool) -> bool,
+) -> Result<Tensor> {
     let a = crate::native::copy::to_dtype(a, ScalarType::Bool)?;
     let b = crate::native::copy::to_dtype(b, ScalarType::Bool)?;
     let iter = TensorIteratorConfig::binary_op(op, None, &a, &b).build()?;
     if !iter.is_cpu() {
-        return run_on_device(op, iter, &[]);
+        return run_on_device(kernel, iter, &[]);
     }
     binary_loop::<bool, bool, bool>(&iter, f);
     iter.output(0)
@@ -1311,11 +1333,11 @@ fn logical_binary(op: &'static str, a: &Tensor, b: &Tensor, f: fn(bool, bool) ->
 
 /// `logical_or(Tensor self, Tensor other) -> Tensor`
 pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    logical_binary("logical_or", self_, other, |x, y| x || y)
+    logical_binary("logical_or", crate::device_kernel!("logical_or"), self_, other, |x, y| x || y)
 }
 /// `logical_xor(Tensor self, Tensor other) -> Tensor`
 pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    logical_binary("logical_xor", self_, other, |x, y| x != y)
+    logical_binary("logical_xor", crate::device_kernel!("logical_xor"), self_, other, |x, y| x != y)
 }
 
 /// `gcd(Tensor self, Tensor other) -> Tensor`: the non-negative greatest common divisor.

@@ -49,7 +49,7 @@ fn generator_for(op: &str, generator: Option<&Generator>, device: Device) -> Res
 /// (the probabilities of `bernoulli_tensor`).
 fn device_fill(
     op: &'static str,
-    kernel: &'static str,
+    kernel: &'static stub::RandomKernel,
     self_: &Tensor,
     input: Option<&Tensor>,
     generator: Option<&Generator>,
@@ -405,7 +405,14 @@ pub fn uniform_(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator
     }
     assert_no_internal_overlap(OP, self_)?;
     if !self_.device().is_cpu() {
-        return device_fill(OP, "uniform", self_, None, generator, &[Scalar::Float(from), Scalar::Float(to)]);
+        return device_fill(
+            OP,
+            crate::device_kernel!(random "uniform"),
+            self_,
+            None,
+            generator,
+            &[Scalar::Float(from), Scalar::Float(to)],
+        );
     }
     let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
@@ -433,7 +440,14 @@ pub fn normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator
     }
     assert_no_internal_overlap(OP, self_)?;
     if !self_.device().is_cpu() {
-        return device_fill(OP, "normal", self_, None, generator, &[Scalar::Float(mean), Scalar::Float(std)]);
+        return device_fill(
+            OP,
+            crate::device_kernel!(random "normal"),
+            self_,
+            None,
+            generator,
+            &[Scalar::Float(mean), Scalar::Float(std)],
+        );
     }
     let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
@@ -504,7 +518,7 @@ fn random_fill(
 ) -> Result<()> {
     if !self_.device().is_cpu() {
         let params = [Scalar::Int(range as i64), Scalar::Int(base), Scalar::Bool(wide)];
-        return device_fill(op, "random", self_, None, generator, &params).map(|_| ());
+        return device_fill(op, crate::device_kernel!(random "random"), self_, None, generator, &params).map(|_| ());
     }
     let gen = generator_for(op, generator, Device::CPU)?;
     let mut g = gen.lock();
@@ -649,7 +663,7 @@ pub fn bernoulli_float_(self_: &Tensor, p: f64, generator: Option<&Generator>) -
     }
     assert_no_internal_overlap(OP, self_)?;
     if !self_.device().is_cpu() {
-        return device_fill(OP, "bernoulli", self_, None, generator, &[Scalar::Float(p)]);
+        return device_fill(OP, crate::device_kernel!(random "bernoulli"), self_, None, generator, &[Scalar::Float(p)]);
     }
     let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
@@ -842,7 +856,14 @@ pub fn exponential_(self_: &Tensor, lambd: f64, generator: Option<&Generator>) -
     }
     assert_no_internal_overlap(OP, self_)?;
     if !self_.device().is_cpu() {
-        return device_fill(OP, "exponential", self_, None, generator, &[Scalar::Float(lambd)]);
+        return device_fill(
+            OP,
+            crate::device_kernel!(random "exponential"),
+            self_,
+            None,
+            generator,
+            &[Scalar::Float(lambd)],
+        );
     }
     let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
@@ -913,10 +934,17 @@ fn bernoulli_tensor_device(
         return Err(Error::invalid(OP, "Expected p_in >= 0 && p_in <= 1 to be true, but got false."));
     }
     if self_.dtype() == p.dtype() {
-        return device_fill(OP, "bernoulli_tensor", self_, Some(expanded), generator, &[]);
+        return device_fill(
+            OP,
+            crate::device_kernel!(random "bernoulli_tensor"),
+            self_,
+            Some(expanded),
+            generator,
+            &[],
+        );
     }
     let tmp = empty_like(self_, Some(p.dtype()), None, None, None, Some(MemoryFormat::Preserve))?;
-    device_fill(OP, "bernoulli_tensor", &tmp, Some(expanded), generator, &[])?;
+    device_fill(OP, crate::device_kernel!(random "bernoulli_tensor"), &tmp, Some(expanded), generator, &[])?;
     crate::ops::copy_(self_, &tmp, false)
 }
 

@@ -206,7 +206,7 @@ fn convert(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
 /// (as on the CPU), by the device's `sum`/`prod` loop.
 fn device_fold(
     op: &'static str,
-    kernel: &'static str,
+    kernel: &'static crate::native::stub::ReduceKernel,
     t: &Tensor,
     dims: Option<&[i64]>,
     keepdim: bool,
@@ -231,7 +231,14 @@ fn sum_prod(
 ) -> Result<Tensor> {
     let out_dtype = dtype.unwrap_or(if t.dtype().is_floating_point() { t.dtype() } else { ScalarType::I64 });
     if !t.device().is_cpu() {
-        return device_fold(op, if prod { "prod" } else { "sum" }, t, dims, keepdim, out_dtype);
+        return device_fold(
+            op,
+            if prod { crate::device_kernel!(reduce "prod") } else { crate::device_kernel!(reduce "sum") },
+            t,
+            dims,
+            keepdim,
+            out_dtype,
+        );
     }
     let src = if out_dtype.is_floating_point() && !t.dtype().is_floating_point() {
         crate::native::copy::to_dtype(t, out_dtype)?
@@ -300,7 +307,7 @@ fn mean_impl(t: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<Scal
         let work = if out == ScalarType::F64 { out } else { ScalarType::F32 };
         let red = reduced_dims("mean", t, dims)?;
         let count = t.sizes().iter().zip(&red).filter(|(_, &r)| r).fold(1i64, |n, (&s, _)| n.saturating_mul(s));
-        let s = device_fold("mean", "sum", t, dims, keepdim, work)?;
+        let s = device_fold("mean", crate::device_kernel!(reduce "sum"), t, dims, keepdim, work)?;
         return convert(&crate::ops::div_scalar(&s, Scalar::Float(count as f64))?, out);
     }
     if out == t.dtype() {
@@ -475,7 +482,13 @@ fn extreme(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, ma
         let shape = keepdim_shape(t, &red);
         let vals = Tensor::empty_uninit(&shape, t.dtype(), t.device())?;
         let idx = Tensor::empty_uninit(&shape, ScalarType::I64, t.device())?;
-        crate::native::stub::run_reduction(op, if max { "max" } else { "min" }, t, &red, &[&vals, &idx])?;
+        crate::native::stub::run_reduction(
+            op,
+            if max { crate::device_kernel!(reduce "max") } else { crate::device_kernel!(reduce "min") },
+            t,
+            &red,
+            &[&vals, &idx],
+        )?;
         return Ok((drop_reduced(vals, &red, keepdim)?, drop_reduced(idx, &red, keepdim)?));
     }
     let r = rows(t, &red, keepdim)?;
@@ -652,7 +665,7 @@ fn scan_dtype(t: &Tensor, dtype: Option<ScalarType>) -> ScalarType {
 /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     if crate::native::on_device(self_) {
-        return scan_on_device("cumsum", self_, dim, scan_dtype(self_, dtype));
+        return scan_on_device("cumsum", crate::device_kernel!(reduce "cumsum"), self_, dim, scan_dtype(self_, dtype));
     }
     along("cumsum", self_, dim, scan_dtype(self_, dtype), |l| {
         let mut acc = 0.0;
@@ -665,7 +678,13 @@ pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Ten
 /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     if crate::native::on_device(self_) {
-        return scan_on_device("cumprod", self_, dim, scan_dtype(self_, dtype));
+        return scan_on_device(
+            "cumprod",
+            crate::device_kernel!(reduce "cumprod"),
+            self_,
+            dim,
+            scan_dtype(self_, dtype),
+        );
     }
     along("cumprod", self_, dim, scan_dtype(self_, dtype), |l| {
         let mut acc = 1.0;
@@ -679,17 +698,29 @@ pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Te
 /// `cumsum`/`cumprod` of a device tensor: the device's scan loop along `dim` (a reduction loop
 /// that writes an output laid out like its contiguous input), in the output dtype when it is
 /// floating and in int64 (wrapping) otherwise.
-fn scan_on_device(op: &'static str, t: &Tensor, dim: i64, out: ScalarType) -> Result<Tensor> {
+fn scan_on_device(
+    op: &'static str,
+    kernel: &'static crate::native::stub::ReduceKernel,
+    t: &Tensor,
+    dim: i64,
+    out: ScalarType,
+) -> Result<Tensor> {
     if out.is_complex() || out == ScalarType::Bool {
         return Err(Error::UnsupportedDtype { op: op.into(), dtype: out });
     }
     let work = if out.is_floating_point() { out } else { ScalarType::I64 };
-    convert(&along_on_device(op, op, t, dim, work)?, out)
+    convert(&along_on_device(op, kernel, t, dim, work)?, out)
 }
 
 /// Runs the device reduction loop `kernel` that writes an output laid out like its input
 /// (softmax, the scans) along `dim` of `t` converted to `dtype` and made contiguous.
-fn along_on_device(op: &'static str, kernel: &'static str, t: &Tensor, dim: i64, dtype: ScalarType) -> Result<Tensor> {
+fn along_on_device(
+    op: &'static str,
+    kernel: &'static crate::native::stub::ReduceKernel,
+    t: &Tensor,
+    dim: i64,
+    dtype: ScalarType,
+) -> Result<Tensor> {
     let src = crate::ops::contiguous(&convert(t, dtype)?, c10::MemoryFormat::Contiguous)?;
     let mut red = vec![false; src.dim()];
     if src.dim() > 0 {
@@ -708,7 +739,13 @@ fn softmax_impl(op: &'static str, t: &Tensor, dim: i64, dtype: Option<ScalarType
         return Err(Error::UnsupportedDtype { op: op.into(), dtype: out });
     }
     if !t.device().is_cpu() {
-        return along_on_device(op, if log { "log_softmax" } else { "softmax" }, t, dim, out);
+        return along_on_device(
+            op,
+            if log { crate::device_kernel!(reduce "log_softmax") } else { crate::device_kernel!(reduce "softmax") },
+            t,
+            dim,
+            out,
+        );
     }
     if let Some(r) = fast_softmax(op, t, dim, out, log)? {
         return Ok(r);

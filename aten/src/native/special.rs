@@ -567,6 +567,9 @@ macro_rules! special_unary {
         impl UnaryFloatOp for $Op {
             const NAME: &'static str = $name;
             const PROMOTE_INTEGERS: bool = true;
+            fn device_kernel() -> &'static crate::native::stub::Kernel {
+                crate::device_kernel!($name)
+            }
             #[inline(always)]
             fn f32(x: f32) -> f32 {
                 $scalar(x as f64) as f32

@@ -4,9 +4,10 @@
 //! checks, type promotion, broadcasting and output allocation happen in the operator function
 //! and the [`TensorIterator`] it builds, which allocates on the inputs' device. Only the loop
 //! over the built iterator is per device. On the CPU it is the typed loop right next to the
-//! operator; for another device type the operator calls [`run`] with its kernel's name, which
-//! finds the loop a backend crate registered with [`register`] (kernels-cuda registers the CUDA
-//! launches at its initialisation). The operator function itself is registered for every
+//! operator; for another device type the operator calls [`run`] with its kernel's static handle
+//! ([`crate::device_kernel!`]), which finds the loop a backend crate registered with [`register`]
+//! under the kernel's name (kernels-cuda registers the CUDA launches at its initialisation) once,
+//! and keeps it (Note [Kernel handles]). The operator function itself is registered for every
 //! backend that has its loops (`CPU, CUDA: binary::add` in `native_functions.yaml`), as PyTorch
 //! registers `add_out` for both and lets `add_stub` pick the loop.
 //!
@@ -24,25 +25,172 @@
 //! checks every one against PyTorch's shapes and dtypes.
 
 use std::collections::HashMap;
-use std::sync::{OnceLock, RwLock};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
-use c10::{DeviceType, Error, Result, Scalar};
+use c10::sync::RwLock;
+
+use c10::{DeviceType, Error, Result, Scalar, ScalarType};
 
 use crate::native::tensor_iterator::TensorIterator;
 use crate::{Generator, Tensor};
 
-/// The loop of one kernel on one device type, called with the kernel's name (one loop may serve
-/// several kernels). `extra` carries the kernel's scalar arguments (`add`'s alpha, `fill_`'s
-/// value), as documented where the kernel name is used.
-pub type DeviceLoop = fn(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()>;
+// Note [Kernel handles]: a device launch resolves nothing by name on its hot path. Every call
+// site names its kernel through a static handle ([`Kernel`], made by [`crate::device_kernel!`]),
+// as PyTorch's `DispatchStub` is a static per stub: the first launch on a device type finds the
+// loop a backend registered under the kernel's name (a lock and a hash lookup, once) and keeps
+// it in the handle; every later launch is one atomic load. The handle also carries, per device
+// type, a [`KernelCache`] in which the backend keeps the device kernel it resolved per dtype (a
+// CUDA function index), so the backend's loop does not look the dtype's kernel up by name
+// either. Operators whose loops are not per kernel name (the batched product, gathers, sorts,
+// ...) have one static handle each in this file.
+
+/// A backend's resolved device kernels, one slot per index (a dtype, or a pair of dtypes),
+/// kept in a static handle (Note [Kernel handles]). A slot is resolved once: the backends'
+/// kernel tables are compiled in, so "no kernel for this dtype" is cached too.
+pub struct KernelCache<const N: usize>([AtomicU32; N]);
+
+/// A slot not resolved yet.
+const UNRESOLVED: u32 = u32::MAX;
+/// A slot resolved to "no such kernel".
+const MISSING: u32 = u32::MAX - 1;
+
+impl<const N: usize> KernelCache<N> {
+    /// Every slot unresolved.
+    pub const fn new() -> Self {
+        KernelCache([const { AtomicU32::new(UNRESOLVED) }; N])
+    }
+
+    /// Slot `i`'s kernel, resolved by `resolve` the first time (its answer must be the same
+    /// every time: two threads may both resolve a slot). Panics when `i >= N`, a bug of the
+    /// caller's indexing.
+    #[inline]
+    pub fn get_or_resolve(&self, i: usize, resolve: impl FnOnce() -> Option<u32>) -> Option<u32> {
+        match self.0[i].load(Ordering::Acquire) {
+            MISSING => None,
+            UNRESOLVED => {
+                let r = resolve();
+                debug_assert!(r.is_none_or(|v| v < MISSING), "kernel indices stay below u32::MAX - 1");
+                self.0[i].store(r.unwrap_or(MISSING), Ordering::Release);
+                r
+            }
+            v => Some(v),
+        }
+    }
+}
+
+impl<const N: usize> Default for KernelCache<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Slots of a per-dtype [`KernelCache`]: the dtypes' enum values are below 16.
+pub const DTYPE_SLOTS: usize = 16;
+
+/// The name of a device kernel and the per-device-type caches of its backends' kernels, the
+/// part of a [`Stub`] its loop sees.
+pub struct KernelInfo {
+    name: &'static str,
+    ids: [KernelCache<DTYPE_SLOTS>; DeviceType::COUNT],
+}
+
+impl KernelInfo {
+    /// The kernel's name (`add`), as loops are registered under it.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The backend of device type `ty`'s kernel for `dtype`, resolved by `resolve` at first use
+    /// (Note [Kernel handles]).
+    #[inline]
+    pub fn resolve(&self, ty: DeviceType, dtype: ScalarType, resolve: impl FnOnce() -> Option<u32>) -> Option<u32> {
+        self.ids[ty as usize].get_or_resolve(dtype as usize, resolve)
+    }
+}
+
+/// A static handle of one device kernel (Note [Kernel handles]): its name and, per device type,
+/// the loop found for it.
+pub struct Stub<F: Copy + 'static> {
+    info: KernelInfo,
+    loops: [OnceLock<F>; DeviceType::COUNT],
+}
+
+impl<F: Copy + 'static> Stub<F> {
+    /// The handle of kernel `name`, nothing resolved.
+    pub const fn new(name: &'static str) -> Self {
+        Stub {
+            info: KernelInfo { name, ids: [const { KernelCache::new() }; DeviceType::COUNT] },
+            loops: [const { OnceLock::new() }; DeviceType::COUNT],
+        }
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &'static str {
+        self.info.name
+    }
+
+    /// What the kernel's loop sees of the handle.
+    pub fn info(&'static self) -> &'static KernelInfo {
+        &self.info
+    }
+
+    /// The loop for device type `ty`: the one kept in the handle, else the one `registry` has
+    /// under the kernel's name (then kept), else the error naming operator, kernel, device
+    /// and dtype.
+    #[inline]
+    fn loop_for(&self, registry: &Loops<F>, op: &str, ty: DeviceType, dtype: ScalarType) -> Result<F> {
+        if let Some(f) = self.loops[ty as usize].get() {
+            return Ok(*f);
+        }
+        let f = registry.get(op, self.info.name, ty, dtype)?;
+        Ok(*self.loops[ty as usize].get_or_init(|| f))
+    }
+}
+
+/// The elementwise kernel handle of a call site.
+pub type Kernel = Stub<DeviceLoop>;
+/// A reduction kernel's handle.
+pub type ReduceKernel = Stub<ReduceLoop>;
+/// A random kernel's handle.
+pub type RandomKernel = Stub<RandomLoop>;
+
+/// A static [`Stub`] handle for the kernel named by the literal (Note [Kernel handles]): a
+/// [`Kernel`], or with `reduce`/`random` first a [`ReduceKernel`]/[`RandomKernel`]. One handle
+/// per expansion, so write it at the call site (`stub::run(device_kernel!("add"), ...)`), not
+/// in a loop over names.
+#[macro_export]
+macro_rules! device_kernel {
+    (reduce $name:expr) => {
+        $crate::device_kernel!(@ $crate::native::stub::ReduceKernel, $name)
+    };
+    (random $name:expr) => {
+        $crate::device_kernel!(@ $crate::native::stub::RandomKernel, $name)
+    };
+    (@ $ty:ty, $name:expr) => {{
+        static HANDLE: $ty = $crate::native::stub::Stub::new($name);
+        &HANDLE
+    }};
+    ($name:expr) => {
+        $crate::device_kernel!(@ $crate::native::stub::Kernel, $name)
+    };
+}
+
+/// The loop of one kernel on one device type, called with what it sees of the kernel's handle
+/// (one loop may serve several kernels: [`KernelInfo::name`] tells which). `extra` carries the
+/// kernel's scalar arguments (`add`'s alpha, `fill_`'s value), as documented where the kernel
+/// name is used.
+pub type DeviceLoop = fn(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()>;
 
 /// A reduction's loop on one device type: `kernel` folds `input` over the dims flagged in
 /// `reduced` into `outputs`, which the operator allocated with `input`'s rank and size 1 at the
 /// reduced dims (the `keepdim` shape). `max`/`min` write values then int64 indices; `softmax`
 /// and `log_softmax` reduce one dim and write an output laid out like `input`.
-pub type ReduceLoop = fn(kernel: &'static str, input: &Tensor, reduced: &[bool], outputs: &[&Tensor]) -> Result<()>;
+pub type ReduceLoop =
+    fn(kernel: &'static KernelInfo, input: &Tensor, reduced: &[bool], outputs: &[&Tensor]) -> Result<()>;
 
-/// Loops by kernel name and device type.
+/// Loops by kernel name and device type: where backends register them, read once per handle
+/// and device type (Note [Kernel handles]).
 struct Loops<F: Copy>(OnceLock<RwLock<HashMap<(&'static str, DeviceType), F>>>);
 
 impl<F: Copy> Loops<F> {
@@ -56,7 +204,7 @@ impl<F: Copy> Loops<F> {
         self.map().write().unwrap_or_else(|e| e.into_inner()).insert((kernel, ty), f);
     }
     /// The loop, or the error naming the operator, kernel, device and dtype.
-    fn get(&self, op: &str, kernel: &'static str, ty: DeviceType, dtype: c10::ScalarType) -> Result<F> {
+    fn get(&self, op: &str, kernel: &'static str, ty: DeviceType, dtype: ScalarType) -> Result<F> {
         let f = self.map().read().unwrap_or_else(|e| e.into_inner()).get(&(kernel, ty)).copied();
         f.ok_or_else(|| Error::NotImplemented {
             op: op.into(),
@@ -75,7 +223,7 @@ pub type GemmLoop = fn(out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: O
 /// `generator`, a generator of the output's device type. `params` are the distribution's
 /// parameters, as documented where the kernel name is used.
 pub type RandomLoop =
-    fn(kernel: &'static str, iter: &TensorIterator<'_>, generator: &Generator, params: &[Scalar]) -> Result<()>;
+    fn(kernel: &'static KernelInfo, iter: &TensorIterator<'_>, generator: &Generator, params: &[Scalar]) -> Result<()>;
 
 /// A gather's loop on one device type (Note [Device gathers] in `native::shape_ops`): fills the
 /// contiguous `out` with elements of `src`, output coordinate `c` of dim `d` reading source
@@ -213,23 +361,30 @@ static RUNS: Loops<RunsLoop> = Loops::new();
 static COLUMNS: Loops<ColumnsLoop> = Loops::new();
 static POOLS: Loops<PoolLoop> = Loops::new();
 
+// The handles of the operators with one loop each (Note [Kernel handles]).
+static GEMM: Stub<GemmLoop> = Stub::new("bmm");
+static REMAP: Stub<RemapLoop> = Stub::new("remap");
+static SORT: Stub<SortLoop> = Stub::new("sort");
+static EMBEDDING_BACKWARD: Stub<EmbeddingBackwardLoop> = Stub::new("embedding_backward");
+static SPMM: Stub<SpmmLoop> = Stub::new("spmm");
+static RUN: Stub<RunsLoop> = Stub::new("runs");
+static COLUMN: Stub<ColumnsLoop> = Stub::new("columns");
+static POOL: Stub<PoolLoop> = Stub::new("pool");
+
 /// Registers `f` as the loop of `kernel` on devices of type `ty` (a later registration of the
-/// same pair replaces the earlier one).
+/// same pair replaces the earlier one for handles that have not run on that device type yet:
+/// backends register at their initialisation, before their first launch).
 pub fn register(kernel: &'static str, ty: DeviceType, f: DeviceLoop) {
     ELEMENTWISE.insert(kernel, ty, f);
 }
 
-/// The kernel name of an operator name: in-place variants (`add_`) share their operator's loop.
-pub fn kernel_name(op: &'static str) -> &'static str {
-    op.strip_suffix('_').unwrap_or(op)
-}
-
 /// Runs `kernel`'s loop for the iterator's device (not the CPU: CPU loops are called directly).
-pub fn run(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+#[inline]
+pub fn run(kernel: &'static Kernel, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     if iter.device().is_meta() {
         return Ok(()); // Note [Meta loops]
     }
-    ELEMENTWISE.get(iter.op(), kernel, iter.device().ty, iter.common_dtype())?(kernel, iter, extra)
+    kernel.loop_for(&ELEMENTWISE, iter.op(), iter.device().ty, iter.common_dtype())?(kernel.info(), iter, extra)
 }
 
 /// Registers the reduction loop of `kernel` on devices of type `ty`.
@@ -240,7 +395,7 @@ pub fn register_reduction(kernel: &'static str, ty: DeviceType, f: ReduceLoop) {
 /// Runs the reduction loop of `kernel` for `input`'s device (see [`ReduceLoop`]).
 pub fn run_reduction(
     op: &str,
-    kernel: &'static str,
+    kernel: &'static ReduceKernel,
     input: &Tensor,
     reduced: &[bool],
     outputs: &[&Tensor],
@@ -248,7 +403,7 @@ pub fn run_reduction(
     if input.device().is_meta() {
         return Ok(()); // Note [Meta loops]
     }
-    REDUCTIONS.get(op, kernel, input.device().ty, input.dtype())?(kernel, input, reduced, outputs)
+    kernel.loop_for(&REDUCTIONS, op, input.device().ty, input.dtype())?(kernel.info(), input, reduced, outputs)
 }
 
 /// Registers the batched matrix product of devices of type `ty`.
@@ -261,7 +416,7 @@ pub fn run_gemm(op: &str, out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta
     if out.device().is_meta() {
         return Ok(()); // Note [Meta loops]
     }
-    GEMMS.get(op, "bmm", out.device().ty, out.dtype())?(out, a, b, alpha, beta)
+    GEMM.loop_for(&GEMMS, op, out.device().ty, out.dtype())?(out, a, b, alpha, beta)
 }
 
 /// Registers the random loop of `kernel` on devices of type `ty`.
@@ -271,7 +426,7 @@ pub fn register_random(kernel: &'static str, ty: DeviceType, f: RandomLoop) {
 
 /// Runs the random loop of `kernel` for the iterator's device (see [`RandomLoop`]).
 pub fn run_random(
-    kernel: &'static str,
+    kernel: &'static RandomKernel,
     iter: &TensorIterator<'_>,
     generator: &Generator,
     params: &[Scalar],
@@ -279,7 +434,7 @@ pub fn run_random(
     if iter.device().is_meta() {
         return Ok(()); // Note [Meta loops]
     }
-    RANDOM.get(iter.op(), kernel, iter.device().ty, iter.output_dtype())?(kernel, iter, generator, params)
+    kernel.loop_for(&RANDOM, iter.op(), iter.device().ty, iter.output_dtype())?(kernel.info(), iter, generator, params)
 }
 
 /// Registers the gather loop of devices of type `ty` (see [`RemapLoop`]).
@@ -299,7 +454,7 @@ pub fn run_remap(
     if out.device().is_meta() {
         return Ok(()); // Note [Meta loops]
     }
-    REMAPS.get(op, "remap", out.device().ty, out.dtype())?(out, src, maps, map_offsets, fill)
+    REMAP.loop_for(&REMAPS, op, out.device().ty, out.dtype())?(out, src, maps, map_offsets, fill)
 }
 
 /// Registers the sort loop of devices of type `ty` (see [`SortLoop`]).
@@ -312,7 +467,7 @@ pub fn run_sort(op: &str, values: &Tensor, indices: &Tensor, input: &Tensor, des
     if input.device().is_meta() {
         return Ok(()); // Note [Meta loops]
     }
-    SORTS.get(op, "sort", input.device().ty, input.dtype())?(values, indices, input, descending)
+    SORT.loop_for(&SORTS, op, input.device().ty, input.dtype())?(values, indices, input, descending)
 }
 
 /// Registers the sparse @ dense loop of devices of type `ty` (see [`SpmmLoop`]).
@@ -326,7 +481,7 @@ pub fn spmm_loop(device: c10::Device, dtype: c10::ScalarType) -> Option<SpmmLoop
     if device.is_meta() {
         return None;
     }
-    SPMMS.get("mm", "spmm", device.ty, dtype).ok()
+    SPMM.loop_for(&SPMMS, "mm", device.ty, dtype).ok()
 }
 
 /// Registers the embedding gradient loop of devices of type `ty` (see
@@ -348,7 +503,7 @@ pub fn run_embedding_backward(
         return Ok(()); // Note [Meta loops]
     }
     let ty = grad_weight.device().ty;
-    EMBEDDING_BACKWARDS.get("embedding_dense_backward", "embedding_backward", ty, grad_weight.dtype())?(
+    EMBEDDING_BACKWARD.loop_for(&EMBEDDING_BACKWARDS, "embedding_dense_backward", ty, grad_weight.dtype())?(
         grad_weight,
         grad,
         order,
@@ -365,7 +520,7 @@ pub fn register_runs(ty: DeviceType, f: RunsLoop) {
 
 /// Runs the runs loop for `sorted`'s device (see [`RunsLoop`]).
 pub fn run_runs(op: &str, sorted: &Tensor, starts: &Tensor, keys: &Tensor) -> Result<i64> {
-    RUNS.get(op, "runs", sorted.device().ty, sorted.dtype())?(sorted, starts, keys)
+    RUN.loop_for(&RUNS, op, sorted.device().ty, sorted.dtype())?(sorted, starts, keys)
 }
 
 /// Registers the convolution unfolding loop of devices of type `ty` (see [`ColumnsLoop`]).
@@ -379,7 +534,7 @@ pub fn run_columns(op: &str, images: &Tensor, cols: &Tensor, geometry: &ColumnGe
     if images.device().is_meta() {
         return Ok(()); // Note [Meta loops]
     }
-    COLUMNS.get(op, "columns", images.device().ty, images.dtype())?(images, cols, geometry, fold)
+    COLUMN.loop_for(&COLUMNS, op, images.device().ty, images.dtype())?(images, cols, geometry, fold)
 }
 
 /// Registers the pooling loop of devices of type `ty` (see [`PoolLoop`]).
@@ -399,5 +554,5 @@ pub fn run_pool(
     if input.device().is_meta() {
         return Ok(()); // Note [Meta loops]
     }
-    POOLS.get(op, "pool", input.device().ty, input.dtype())?(input, out, indices, windows, geometry)
+    POOL.loop_for(&POOLS, op, input.device().ty, input.dtype())?(input, out, indices, windows, geometry)
 }

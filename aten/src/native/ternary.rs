@@ -41,7 +41,7 @@ fn where_impl(condition: &Tensor, self_: &Tensor, other: &Tensor, out: Option<&T
         ));
     }
     if !iter.is_cpu() {
-        crate::native::stub::run("where", &iter, &[])?;
+        crate::native::stub::run(crate::device_kernel!("where"), &iter, &[])?;
         return iter.output(0);
     }
     c10::dispatch_all_types!(dtype, T => ternary_loop::<T, bool, T, T>(&iter, |c, x, y| if c { x } else { y }));

@@ -14,6 +14,7 @@ use crate::Tensor;
 
 fn run_unary(
     op: &'static str,
+    device_kernel: &'static crate::native::stub::Kernel,
     out: Option<&Tensor>,
     a: &Tensor,
     kernel: impl FnOnce(&TensorIterator) -> Result<()>,
@@ -25,7 +26,7 @@ fn run_unary(
         if op.starts_with("neg") && iter.common_dtype() == c10::ScalarType::Bool {
             return Err(neg_bool_error());
         }
-        stub::run(stub::kernel_name(op), &iter, &[])?;
+        stub::run(device_kernel, &iter, &[])?;
     }
     iter.output(0)
 }
@@ -52,15 +53,15 @@ pub fn neg(self_: &Tensor) -> Result<Tensor> {
     if self_.dtype().is_complex() {
         return crate::native::complex::neg(self_);
     }
-    run_unary("neg", None, self_, neg_kernel)
+    run_unary("neg", crate::device_kernel!("neg"), None, self_, neg_kernel)
 }
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn neg_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    run_unary("neg", Some(out), self_, neg_kernel)
+    run_unary("neg", crate::device_kernel!("neg"), Some(out), self_, neg_kernel)
 }
 /// `neg_(Tensor(a!) self) -> Tensor(a!)`
 pub fn neg_(self_: &Tensor) -> Result<Tensor> {
-    run_unary("neg_", Some(self_), self_, neg_kernel)
+    run_unary("neg_", crate::device_kernel!("neg"), Some(self_), self_, neg_kernel)
 }
 
 fn abs_kernel(iter: &TensorIterator) -> Result<()> {
@@ -83,15 +84,15 @@ pub fn abs(self_: &Tensor) -> Result<Tensor> {
     if self_.dtype().is_complex() {
         return crate::native::complex::abs(self_);
     }
-    run_unary("abs", None, self_, abs_kernel)
+    run_unary("abs", crate::device_kernel!("abs"), None, self_, abs_kernel)
 }
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn abs_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    run_unary("abs", Some(out), self_, abs_kernel)
+    run_unary("abs", crate::device_kernel!("abs"), Some(out), self_, abs_kernel)
 }
 /// `abs_(Tensor(a!) self) -> Tensor(a!)`
 pub fn abs_(self_: &Tensor) -> Result<Tensor> {
-    run_unary("abs_", Some(self_), self_, abs_kernel)
+    run_unary("abs_", crate::device_kernel!("abs"), Some(self_), self_, abs_kernel)
 }
 
 // ---- floating unary functions: integer inputs promote to the default float dtype ---------------
@@ -101,6 +102,8 @@ pub fn abs_(self_: &Tensor) -> Result<Tensor> {
 pub trait UnaryFloatOp {
     /// The operator name, for errors.
     const NAME: &'static str;
+    /// The operator's device kernel (Note [Kernel handles] in `native::stub`).
+    fn device_kernel() -> &'static stub::Kernel;
     /// The function in single precision.
     fn f32(x: f32) -> f32;
     /// The function in double precision.
@@ -188,7 +191,7 @@ pub fn run_float_unary<Op: UnaryFloatOp>(out: Option<&Tensor>, a: &Tensor) -> Re
         .promote_integer_inputs_to_float(true)
         .build()?;
     if !iter.is_cpu() {
-        stub::run(Op::NAME, &iter, &[])?;
+        stub::run(Op::device_kernel(), &iter, &[])?;
         return iter.output(0);
     }
     if Op::FAST && iter.common_dtype() == ScalarType::F32 {
@@ -213,6 +216,9 @@ macro_rules! float_unary {
         impl UnaryFloatOp for $Op {
             const NAME: &'static str = $name;
             const PROMOTE_INTEGERS: bool = $promote;
+            fn device_kernel() -> &'static stub::Kernel {
+                crate::device_kernel!($name)
+            }
             $(
             const FAST: bool = true;
             #[inline(always)]
@@ -282,6 +288,9 @@ pub struct GeluErf;
 impl UnaryFloatOp for GeluErf {
     const NAME: &'static str = "gelu";
     const FAST: bool = true;
+    fn device_kernel() -> &'static stub::Kernel {
+        crate::device_kernel!("gelu")
+    }
     fn f32(x: f32) -> f32 {
         gelu_f32::<false>(x)
     }
@@ -299,6 +308,9 @@ pub struct GeluTanh;
 impl UnaryFloatOp for GeluTanh {
     const NAME: &'static str = "gelu";
     const FAST: bool = true;
+    fn device_kernel() -> &'static stub::Kernel {
+        crate::device_kernel!("gelu_tanh")
+    }
     fn f32(x: f32) -> f32 {
         gelu_tanh_f32::<false>(x)
     }
@@ -350,7 +362,7 @@ macro_rules! same_dtype_unary {
                     let on_bool: Result<()> = $bbody;
                     on_bool?;
                 }
-                stub::run($name, &iter, &[])?;
+                stub::run(crate::device_kernel!($name), &iter, &[])?;
                 return iter.output(0);
             }
             match_float!(iter.common_dtype(), T, A => {
@@ -472,12 +484,16 @@ pub fn square_(self_: &Tensor) -> Result<Tensor> {
 /// A floating predicate (`isnan`, `isinf`, ...) of a device tensor: the kernel named like the
 /// operator for a floating input; for integers and bool, which are finite, the constant
 /// `finite_value` (what the predicate says of a finite number).
-pub(crate) fn predicate_on_device(iter: TensorIterator<'_>, finite_value: bool) -> Result<Tensor> {
+pub(crate) fn predicate_on_device(
+    iter: TensorIterator<'_>,
+    kernel: &'static crate::native::stub::Kernel,
+    finite_value: bool,
+) -> Result<Tensor> {
     if iter.common_dtype().is_complex() {
         return Err(Error::UnsupportedDtype { op: iter.op().into(), dtype: iter.common_dtype() });
     }
     if iter.common_dtype().is_floating_point() {
-        stub::run(iter.op(), &iter, &[])?;
+        stub::run(kernel, &iter, &[])?;
         return iter.output(0);
     }
     let meta = iter.device().is_meta();
@@ -488,7 +504,13 @@ pub(crate) fn predicate_on_device(iter: TensorIterator<'_>, finite_value: bool) 
     Ok(out)
 }
 
-fn predicate(op: &'static str, out: Option<&Tensor>, a: &Tensor, f: impl Fn(f64) -> bool + Sync) -> Result<Tensor> {
+fn predicate(
+    op: &'static str,
+    kernel: &'static crate::native::stub::Kernel,
+    out: Option<&Tensor>,
+    a: &Tensor,
+    f: impl Fn(f64) -> bool + Sync,
+) -> Result<Tensor> {
     let iter = TensorIteratorConfig::new(op)
         .add_output(out)
         .add_input(a)
@@ -497,7 +519,7 @@ fn predicate(op: &'static str, out: Option<&Tensor>, a: &Tensor, f: impl Fn(f64)
         .common_dtype(a.dtype())
         .build()?;
     if !iter.is_cpu() {
-        return predicate_on_device(iter, f(0.0));
+        return predicate_on_device(iter, kernel, f(0.0));
     }
     c10::dispatch_all_types!(a.dtype(), T => {
         if T::DTYPE.is_floating_point() {
@@ -513,27 +535,27 @@ fn predicate(op: &'static str, out: Option<&Tensor>, a: &Tensor, f: impl Fn(f64)
 
 /// `isinf(Tensor self) -> Tensor`
 pub fn isinf(self_: &Tensor) -> Result<Tensor> {
-    predicate("isinf", None, self_, f64::is_infinite)
+    predicate("isinf", crate::device_kernel!("isinf"), None, self_, f64::is_infinite)
 }
 /// `isfinite(Tensor self) -> Tensor`
 pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
-    predicate("isfinite", None, self_, f64::is_finite)
+    predicate("isfinite", crate::device_kernel!("isfinite"), None, self_, f64::is_finite)
 }
 /// `isposinf(Tensor self) -> Tensor`
 pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
-    predicate("isposinf", None, self_, |x| x == f64::INFINITY)
+    predicate("isposinf", crate::device_kernel!("isposinf"), None, self_, |x| x == f64::INFINITY)
 }
 /// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    predicate("isposinf", Some(out), self_, |x| x == f64::INFINITY)
+    predicate("isposinf", crate::device_kernel!("isposinf"), Some(out), self_, |x| x == f64::INFINITY)
 }
 /// `isneginf(Tensor self) -> Tensor`
 pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
-    predicate("isneginf", None, self_, |x| x == f64::NEG_INFINITY)
+    predicate("isneginf", crate::device_kernel!("isneginf"), None, self_, |x| x == f64::NEG_INFINITY)
 }
 /// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    predicate("isneginf", Some(out), self_, |x| x == f64::NEG_INFINITY)
+    predicate("isneginf", crate::device_kernel!("isneginf"), Some(out), self_, |x| x == f64::NEG_INFINITY)
 }
 
 /// The largest finite value of a floating dtype.

@@ -475,6 +475,18 @@ pub fn device_registry(device: c10::Device) -> Vec<Workload> {
         Workload::new("W4.log_softmax", "log_softmax over the last dim of [4096,1024] f32", move || {
             reduce(vec![4096, 1024], |a| a.log_softmax(-1).call())
         }),
+        // Note [Launch overhead row]: the host's cost of one small operator call, the dispatcher,
+        // the iterator, the output's allocation and the launch, without waiting for the device
+        // (PyTorch's side does not synchronise this row either). On the emulated device the
+        // launch runs the kernel on the host, so the row is an upper bound of the host path.
+        Workload::new("C1.add1", "a + b on [1] f32 device tensors: host time per call, not synchronised", move || {
+            let (a, b) = (on(&[1])?, on(&[1])?);
+            let body: Body = Box::new(move || {
+                black_box(&a + &b)?;
+                Ok(())
+            });
+            Ok(body)
+        }),
         // The products run on the device's GEMM (cuBLAS).
         Workload::new("W3.matmul_1024", "matmul of two [1024, 1024] f32 tensors", move || {
             let (a, b) = (on(&[1024, 1024])?, on(&[1024, 1024])?);
