@@ -198,9 +198,9 @@ def matmul_square(n):
 
 def conv(input_shape, weight_shape, padding):
     def setup():
-        x = torch.randn(*input_shape, dtype=torch.float32)
-        w = torch.randn(*weight_shape, dtype=torch.float32)
-        b = torch.randn(weight_shape[0], dtype=torch.float32)
+        x = torch.randn(*input_shape, dtype=torch.float32).to(DEVICE)
+        w = torch.randn(*weight_shape, dtype=torch.float32).to(DEVICE)
+        b = torch.randn(weight_shape[0], dtype=torch.float32).to(DEVICE)
 
         def run():
             return torch.nn.functional.conv2d(x, w, b, stride=1, padding=padding)
@@ -212,9 +212,9 @@ def conv(input_shape, weight_shape, padding):
 
 def train_step(make_net, input_shape, batch):
     def setup():
-        net = make_net()
-        x = torch.randn(*input_shape, dtype=torch.float32)
-        y = torch.randint(10, (batch,))
+        net = make_net().to(DEVICE)
+        x = torch.randn(*input_shape, dtype=torch.float32).to(DEVICE)
+        y = torch.randint(10, (batch,)).to(DEVICE)
         opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
 
         def run():

@@ -380,7 +380,11 @@ impl torch::nn::Forward for MnistCnn {
 /// their labels: the training-equivalence tests' batches.
 fn training_digits() -> (Tensor, Tensor) {
     use torch::data::{Mnist, MNIST_MEAN, MNIST_STD};
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/mnist_5k.csv.gz");
+    // The repository's data/, or the copy TORCH_TEST_DATA names (the GPU kit's run.sh).
+    let dir = std::env::var_os("TORCH_TEST_DATA")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data"));
+    let path = dir.join("mnist_5k.csv.gz");
     let all = Mnist::from_csv(&path).unwrap();
     let g = torch::Generator::default();
     g.manual_seed(3);

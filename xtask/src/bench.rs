@@ -63,11 +63,16 @@ pub struct Args {
     /// (Note [Counted iterations]).
     #[arg(long)]
     pub iterations: Option<u64>,
-    /// Run the W2/W3/W4 workloads on this device (`cuda`, `cuda:N`), with PyTorch on the same
+    /// Run the device workloads (C1, W2-W6) on this device (`cuda`, `cuda:N`), with PyTorch on the same
     /// device as the reference (Note [Device workloads]). Needs a GPU (or, for checking and
     /// not for timing, TORCH_CUDA_DRIVER=emulator) and the `cuda` feature (`cargo xtask-cuda`).
     #[arg(long, default_value = "cpu", value_parser = crate::parity::parse_device)]
     pub device: c10::Device,
+    /// Time this build even when it is not optimised, instead of handing over to the release
+    /// build through cargo (the GPU kit's dev-profile binaries, on a machine without cargo);
+    /// the report then says the timings are of unoptimised code.
+    #[arg(long)]
+    pub this_build: bool,
 }
 
 /// Note [Interleaved reference]: this VM's speed drifts with its host's load, by up to 1.9x
@@ -197,7 +202,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         return crate::rerun_with_cuda();
     }
     if cfg!(debug_assertions) {
-        return rerun_optimized();
+        if !a.this_build {
+            return rerun_optimized();
+        }
+        eprintln!("warning: this xtask is the dev build: the timings below are of UNOPTIMISED code (--this-build)");
     }
     if a.filter.as_deref().is_some_and(|f| f.contains("W8")) {
         // Several processes per workload: its own runner (it needs MPI, so only when asked).

@@ -11,6 +11,7 @@ use kernels_cuda as _;
 mod autocast;
 mod bench;
 mod codegen_cmd;
+mod gpu_kit;
 mod opinfo;
 mod parity;
 mod parity_modules;
@@ -43,10 +44,17 @@ enum Cmd {
     Autocast(autocast::Args),
     /// Runs the benchmark workloads and prints (and optionally records) a table.
     Bench(bench::Args),
+    /// Builds the GPU check kit: the CUDA suite and the bench as binaries plus a run.sh, for a
+    /// machine with a GPU and no Rust toolchain (Note [GPU check kit]).
+    GpuKit(gpu_kit::Args),
 }
 
-/// The workspace root (the parent of this crate's directory).
+/// The workspace root (the parent of this crate's directory), or the folder `XTASK_ROOT` names:
+/// the GPU kit's, which holds the files xtask reads there (Note [GPU check kit]).
 pub fn workspace_root() -> PathBuf {
+    if let Some(root) = std::env::var_os("XTASK_ROOT") {
+        return PathBuf::from(root);
+    }
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
@@ -75,6 +83,7 @@ fn main() -> ExitCode {
         Cmd::Opinfo(a) => opinfo::run(a),
         Cmd::Autocast(a) => autocast::run(a),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::GpuKit(a) => gpu_kit::run(a),
     };
     match r {
         Ok(code) => code,

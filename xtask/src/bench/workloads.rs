@@ -212,21 +212,7 @@ pub fn registry() -> Vec<Workload> {
         Workload::new(
             "W6.cnn_step",
             "train step of a small CNN (conv 1-32-64 3x3, maxpool, linear 1600-128-10), batch 64, 28x28",
-            || {
-                let pool = || nn::MaxPool2d::new(2);
-                let net = nn::Sequential::new()
-                    .add(nn::Conv2d::new(1, 32, 3)?)
-                    .add(nn::ReLU::new())
-                    .add(pool()?)
-                    .add(nn::Conv2d::new(32, 64, 3)?)
-                    .add(nn::ReLU::new())
-                    .add(pool()?)
-                    .add(nn::Flatten::new())
-                    .add(nn::Linear::new(1600, 128)?)
-                    .add(nn::ReLU::new())
-                    .add(nn::Linear::new(128, 10)?);
-                train_step(net, randn(&[64, 1, 28, 28])?, 64, false)
-            },
+            || train_step(cnn()?, randn(&[64, 1, 28, 28])?, 64, false),
         ),
         // The JIT (Note [W7 workloads]): elementwise fusion and the interpreter's overhead.
         Workload::new("W7.gelu_eager", "tanh GELU as 8 elementwise ops, op by op, on a [16777216] f32 tensor", || {
@@ -394,6 +380,22 @@ fn jit_code(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>, fuse: bool) -
     jit::Code::new(&g)
 }
 
+/// The small CNN of the W6.cnn_step rows.
+fn cnn() -> Result<nn::Sequential> {
+    let pool = || nn::MaxPool2d::new(2);
+    Ok(nn::Sequential::new()
+        .add(nn::Conv2d::new(1, 32, 3)?)
+        .add(nn::ReLU::new())
+        .add(pool()?)
+        .add(nn::Conv2d::new(32, 64, 3)?)
+        .add(nn::ReLU::new())
+        .add(pool()?)
+        .add(nn::Flatten::new())
+        .add(nn::Linear::new(1600, 128)?)
+        .add(nn::ReLU::new())
+        .add(nn::Linear::new(128, 10)?))
+}
+
 /// The MLP 784-512-512-10 with ReLUs of the W6.mlp_step rows.
 fn mlp() -> Result<nn::Sequential> {
     Ok(nn::Sequential::new()
@@ -408,10 +410,15 @@ fn mlp() -> Result<nn::Sequential> {
 /// the loss through `F::cross_entropy` when `front`, the explicit `ops::cross_entropy_loss`
 /// otherwise.
 fn train_step(net: nn::Sequential, x: Tensor, batch: i64, front: bool) -> Result<Body> {
+    let y = aten::ops::randint(10, &[batch], None, None, None, None)?;
+    sgd_step(net, x, y, front)
+}
+
+/// [`train_step`]'s step on given inputs and labels, on the device they and `net` are on.
+fn sgd_step(net: nn::Sequential, x: Tensor, y: Tensor, front: bool) -> Result<Body> {
     use autograd::TensorAutograd;
     use nn::optim::Optimizer;
     use nn::{Forward, Module};
-    let y = aten::ops::randint(10, &[batch], None, None, None, None)?;
     let mut opt =
         nn::optim::SGD::new(net.parameters(), nn::optim::SGDOptions { lr: 0.01, momentum: 0.9, ..Default::default() })?;
     Ok(body(move || {
@@ -427,15 +434,18 @@ fn train_step(net: nn::Sequential, x: Tensor, batch: i64, front: bool) -> Result
     }))
 }
 
-/// The W2 (elementwise), W4 (reduction) and large W3 (matrix product) workloads on `device`
+/// The C1 (launch overhead), W2 (elementwise), large W3 (matrix product), W4 (reduction), W5
+/// (convolution) and W6 (training step) workloads on `device`
 /// (Note [Device workloads]):
 /// the same ids, shapes and operations as [`registry`], the inputs generated on the CPU and
-/// moved to the device, and every iteration ending with the device synchronised, so it times
-/// the work and not only its launch (PyTorch's side calls `torch.cuda.synchronize()` likewise).
+/// moved to the device, and every iteration but C1's ending with the device synchronised, so it
+/// times the work and not only its launch (PyTorch's side calls `torch.cuda.synchronize()`
+/// likewise).
 ///
 /// Note [Device workloads]: only the families whose operators have device kernels (the
-/// elementwise arithmetic, the reductions and the products) are defined on a device; the others would fail
-/// with a missing-kernel error.
+/// launch overhead row C1, the elementwise arithmetic, the products, the reductions, the
+/// convolutions and the MLP and CNN training steps) are defined on a device; the others (the
+/// front-end and profiled variants, the JIT, data loading) time the host and stay on the CPU.
 pub fn device_registry(device: c10::Device) -> Vec<Workload> {
     let on = move |shape: &[i64]| randn(shape)?.to_device(device);
     let sync = move || c10::stream::device_guard_impl(device.ty)?.synchronize_device(device);
@@ -452,6 +462,20 @@ pub fn device_registry(device: c10::Device) -> Vec<Workload> {
     let reduce = move |shape: Vec<i64>, f: fn(&Tensor) -> Result<Tensor>| -> Result<Body> {
         let a = on(&shape)?;
         Ok(timed(Box::new(move || f(&a))))
+    };
+    let conv = move |input: &[i64], weight: &[i64], padding: i64| -> Result<Body> {
+        let (x, w, b) = (on(input)?, on(weight)?, on(&weight[..1])?);
+        Ok(timed(Box::new(move || aten::ops::conv2d(&x, &w, Some(&b), &[1], &[padding], &[1], 1))))
+    };
+    // The CPU rows' training step with the network, the batch and the labels on the device.
+    let step = move |mut net: nn::Sequential, input: &[i64], batch: i64| -> Result<Body> {
+        nn::Module::to_device(&mut net, device)?;
+        let y = aten::ops::randint(10, &[batch], None, None, None, None)?.to_device(device)?;
+        let mut run = sgd_step(net, on(input)?, y, false)?;
+        Ok(Box::new(move || {
+            run()?;
+            sync()
+        }))
     };
     vec![
         Workload::new("W2.add_1M", "out-of-place add of two contiguous [1048576] f32 tensors", move || {
@@ -487,6 +511,22 @@ pub fn device_registry(device: c10::Device) -> Vec<Workload> {
             });
             Ok(body)
         }),
+        Workload::new("W5.conv_large", "conv2d [32, 64, 56, 56] by [64, 64, 3, 3] + bias, padding 1, f32", move || {
+            conv(&[32, 64, 56, 56], &[64, 64, 3, 3], 1)
+        }),
+        Workload::new("W5.conv_small", "conv2d [64, 1, 28, 28] by [32, 1, 3, 3] + bias, no padding, f32", move || {
+            conv(&[64, 1, 28, 28], &[32, 1, 3, 3], 0)
+        }),
+        Workload::new(
+            "W6.mlp_step",
+            "train step of an MLP 784-512-512-10 (ReLU), batch 128, SGD momentum 0.9",
+            move || step(mlp()?, &[128, 784], 128),
+        ),
+        Workload::new(
+            "W6.cnn_step",
+            "train step of a small CNN (conv 1-32-64 3x3, maxpool, linear 1600-128-10), batch 64, 28x28",
+            move || step(cnn()?, &[64, 1, 28, 28], 64),
+        ),
         // The products run on the device's GEMM (cuBLAS).
         Workload::new("W3.matmul_1024", "matmul of two [1024, 1024] f32 tensors", move || {
             let (a, b) = (on(&[1024, 1024])?, on(&[1024, 1024])?);
