@@ -22,6 +22,8 @@ mod index;
 #[cfg(feature = "cuda")]
 mod loops;
 #[cfg(feature = "cuda")]
+mod optim;
+#[cfg(feature = "cuda")]
 mod pool;
 #[cfg(feature = "cuda")]
 mod sort;

@@ -99,6 +99,8 @@ pub(crate) fn register() {
     stub::register_spmm(cuda, crate::sparse::spmm);
     stub::register_columns(cuda, crate::conv::columns);
     stub::register_pool(cuda, crate::pool::pool);
+    stub::register_fused_sgd(cuda, crate::optim::fused_sgd);
+    stub::register_fused_adam(cuda, crate::optim::fused_adam);
     for k in ["uniform", "normal", "exponential", "bernoulli", "bernoulli_tensor", "random"] {
         stub::register_random(k, cuda, random);
     }

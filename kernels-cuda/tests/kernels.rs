@@ -1349,6 +1349,94 @@ fn spmm_sums_each_rows_elements() {
     check::<bf16>();
 }
 
+/// `fused_sgd_<T>` and `fused_adam_<T>` (Note [Fused optimizer kernels]): one step of SGD with
+/// momentum (plain, Nesterov with weight decay, maximizing with dampening) and of Adam (L2,
+/// AdamW's decoupled decay, amsgrad), against the update written out in double.
+fn fused_optimizer_steps_match_closed_forms() {
+    fn check<T: Suffix>() {
+        let n = 37usize; // not a multiple of a warp
+        let val = |i: usize, a: f64, b: f64| ((i * 13 % 17) as f64 - 8.0) * a + b;
+        let p0: Vec<f64> = (0..n).map(|i| val(i, 0.1, 0.05)).collect();
+        let g0: Vec<f64> = (0..n).map(|i| val(i, -0.07, 0.01)).collect();
+        let tol = if T::DTYPE == c10::ScalarType::F32 { 1e-5 } else { 1e-12 };
+        let close = |got: Vec<T>, want: &[f64], what: &str| {
+            for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                let g = g.to_f64();
+                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{what}_{} [{i}]: got {g}, want {w}", T::SFX);
+            }
+        };
+        let of = |v: &[f64]| Buf::from(&v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>());
+        let cfg = geometry::elementwise_launch(n as i64, StreamId::DEFAULT);
+        // (weight_decay, momentum, dampening, lr, nesterov, maximize)
+        for (wd, m, damp, lr, nesterov, maximize) in [
+            (0.0, 0.9, 0.0, 0.1, false, false),
+            (0.01, 0.8, 0.0, 0.05, true, false),
+            (0.0, 0.5, 0.3, 0.05, false, true),
+        ] {
+            let b0: Vec<f64> = (0..n).map(|i| val(i, 0.02, -0.03)).collect();
+            let (p, g, b) = (of(&p0), of(&g0), of(&b0));
+            let mut args = KernelArgs::new();
+            args.push(n as i64).push(p.ptr).push(g.ptr).push(b.ptr);
+            args.push(wd).push(m).push(1.0 - damp).push(-lr).push(nesterov).push(maximize);
+            launch(&format!("fused_sgd_{}", T::SFX), &cfg, &mut args).unwrap();
+            let (mut want_p, mut want_b) = (p0.clone(), b0.clone());
+            for i in 0..n {
+                let gi = if maximize { -g0[i] } else { g0[i] } + wd * p0[i];
+                want_b[i] = b0[i] * m + (1.0 - damp) * gi;
+                want_p[i] = p0[i] - lr * if nesterov { gi + m * want_b[i] } else { want_b[i] };
+            }
+            close(p.read(), &want_p, "fused_sgd param");
+            close(b.read(), &want_b, "fused_sgd buf");
+        }
+        // (weight_decay, decoupled, amsgrad, maximize), at step 3 of beta1 0.9, beta2 0.999.
+        let (lr, beta1, beta2, eps, step) = (0.01f64, 0.9f64, 0.999f64, 1e-8f64, 3.0f64);
+        for (wd, decoupled, amsgrad, maximize) in [
+            (0.0, false, false, false),
+            (0.1, false, true, false),
+            (0.05, true, false, true),
+            (0.05, true, true, false),
+        ] {
+            let m0: Vec<f64> = (0..n).map(|i| val(i, 0.01, 0.002)).collect();
+            let v0: Vec<f64> = (0..n).map(|i| val(i, 0.001, 0.01).abs()).collect();
+            let x0: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { 0.5 } else { 0.0 }).collect();
+            let (p, g, m, v, x) = (of(&p0), of(&g0), of(&m0), of(&v0), of(&x0));
+            let bc2 = (1.0f64 - beta2.powf(step)).sqrt();
+            let step_size = lr / (1.0 - beta1.powf(step));
+            let decay = if decoupled { 1.0 - lr * wd } else { wd };
+            let mut args = KernelArgs::new();
+            args.push(n as i64).push(p.ptr).push(g.ptr).push(m.ptr).push(v.ptr).push(if amsgrad {
+                x.ptr
+            } else {
+                0u64
+            });
+            args.push(1.0 - beta1).push(true).push(beta2).push(1.0 - beta2).push(eps).push(bc2).push(-step_size);
+            args.push(decay).push(wd != 0.0 && decoupled).push(wd != 0.0 && !decoupled).push(maximize);
+            launch(&format!("fused_adam_{}", T::SFX), &cfg, &mut args).unwrap();
+            let (mut wp, mut wm, mut wv, mut wx) = (p0.clone(), m0.clone(), v0.clone(), x0.clone());
+            for i in 0..n {
+                let mut gi = if maximize { -g0[i] } else { g0[i] };
+                if decoupled {
+                    wp[i] *= decay;
+                } else {
+                    gi += wd * p0[i];
+                }
+                wm[i] = m0[i] + (1.0 - beta1) * (gi - m0[i]);
+                wv[i] = v0[i] * beta2 + (1.0 - beta2) * gi * gi;
+                wx[i] = x0[i].max(wv[i]);
+                let second = if amsgrad { wx[i] } else { wv[i] };
+                wp[i] -= step_size * wm[i] / (second.sqrt() / bc2 + eps);
+            }
+            let what = format!("fused_adam (wd {wd}, decoupled {decoupled}, amsgrad {amsgrad})");
+            close(p.read(), &wp, &format!("{what} param"));
+            close(m.read(), &wm, &format!("{what} exp_avg"));
+            close(v.read(), &wv, &format!("{what} exp_avg_sq"));
+            close(x.read(), if amsgrad { &wx } else { &x0 }, &format!("{what} max_exp_avg_sq"));
+        }
+    }
+    check::<f32>();
+    check::<f64>();
+}
+
 /// `im2col_<T>` and `col2im_<T>`: the column matrix of 1-d, 2-d and 3-d windows with strides,
 /// padding and dilation (zeros in the padding), and its adjoint summing every column entry back
 /// into the image element it read, against naive host loops.
@@ -1971,6 +2059,10 @@ mod suite {
         super::spmm_sums_each_rows_elements();
     }
     #[test]
+    fn fused_optimizer_steps_match_closed_forms() {
+        super::fused_optimizer_steps_match_closed_forms();
+    }
+    #[test]
     fn more_float_functions_and_integer_arithmetic_match_references() {
         super::more_float_functions_and_integer_arithmetic_match_references();
     }
@@ -2037,6 +2129,7 @@ fn every_shipped_kernel_is_tested() {
     pooling_windows_match_host_loops();
     more_float_functions_and_integer_arithmetic_match_references();
     selection_predicates_rounded_division_and_scans_match_references();
+    fused_optimizer_steps_match_closed_forms();
     let launched = LAUNCHED.with(|l| l.borrow().clone());
     let untested: Vec<&str> =
         kernels_cuda::emu::kernel_names().into_iter().filter(|k| !launched.contains(*k)).collect();

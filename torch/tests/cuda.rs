@@ -542,3 +542,78 @@ fn device_compositions_compute_where_their_inputs_live() {
     assert_eq!((p.device(), l.device(), u.device()), (gpu, gpu, gpu));
     assert_eq!(p.cpu().unwrap().to_vec::<f32>().unwrap(), vec![0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]);
 }
+
+/// Note [Fused optimizer kernels]: SGD with momentum (plain, Nesterov, with weight decay,
+/// maximizing), Adam (with L2 and amsgrad) and AdamW step device parameters with one fused
+/// kernel launch per parameter, along the CPU's trajectory. Both sides get the same gradients
+/// (computed on the CPU), so only the optimizers are compared.
+#[test]
+fn optimizers_step_device_parameters_with_one_fused_kernel_each() {
+    use torch::nn::{Forward, Parameter, ReLU, Sequential};
+    use torch::optim::{Adam, AdamOptions, AdamW, AdamWOptions, Optimizer, SGDOptions, SGD};
+    use torch::profiler::{profile, ProfilerActivity};
+    type Make = fn(Vec<Parameter>) -> Box<dyn Optimizer>;
+    let gpu = setup();
+    let configs: [(&str, &str, Make); 6] = [
+        ("sgd momentum", "fused_sgd", |p| {
+            Box::new(SGD::new(p, SGDOptions { lr: 0.1, momentum: 0.9, ..Default::default() }).unwrap())
+        }),
+        ("sgd nesterov, weight decay", "fused_sgd", |p| {
+            let o = SGDOptions { lr: 0.05, momentum: 0.8, nesterov: true, weight_decay: 0.01, ..Default::default() };
+            Box::new(SGD::new(p, o).unwrap())
+        }),
+        ("sgd dampening, maximize", "fused_sgd", |p| {
+            let o = SGDOptions { lr: 0.05, momentum: 0.5, dampening: 0.3, maximize: true, ..Default::default() };
+            Box::new(SGD::new(p, o).unwrap())
+        }),
+        ("adam", "fused_adam", |p| Box::new(Adam::new(p, AdamOptions { lr: 0.01, ..Default::default() }).unwrap())),
+        ("adam l2 amsgrad", "fused_adam", |p| {
+            let o = AdamOptions { lr: 0.01, weight_decay: 0.1, amsgrad: true, ..Default::default() };
+            Box::new(Adam::new(p, o).unwrap())
+        }),
+        ("adamw", "fused_adam", |p| {
+            Box::new(AdamW::new(p, AdamWOptions { lr: 0.01, weight_decay: 0.05, ..Default::default() }).unwrap())
+        }),
+    ];
+    let me = c10::record_function::current_thread_id();
+    let x = Tensor::from_vec((0..24).map(|i| (i as f32 - 11.0) * 0.17).collect::<Vec<_>>(), &[6, 4]).unwrap();
+    for (what, kernel, make) in configs {
+        torch::manual_seed(11);
+        let build =
+            || Sequential::new().add(Linear::new(4, 8).unwrap()).add(ReLU::new()).add(Linear::new(8, 3).unwrap());
+        let (cpu_net, gpu_net) = twins(build);
+        let (mut cpu_opt, mut gpu_opt) = (make(cpu_net.parameters()), make(gpu_net.parameters()));
+        for step in 0..5 {
+            cpu_opt.zero_grad(true).unwrap();
+            let y = cpu_net.forward(&x).unwrap();
+            let loss = ops::sum(&ops::mul(&y, &y).unwrap(), None).unwrap();
+            loss.backward().unwrap();
+            for (d, s) in gpu_net.parameters().iter().zip(cpu_net.parameters()) {
+                d.set_grad(Some(s.grad().unwrap().to_device(gpu).unwrap())).unwrap();
+            }
+            cpu_opt.step().unwrap();
+            // Step 0 makes the state (the momentum buffer is the first gradient); later steps
+            // are one fused launch per parameter, and nothing else.
+            let prof = profile().activities(&[ProfilerActivity::CUDA]).start();
+            gpu_opt.step().unwrap();
+            let p = prof.stop();
+            let launched: Vec<&str> =
+                p.kernels.iter().filter(|k| k.kernel.thread_id == me).map(|k| k.kernel.name.as_str()).collect();
+            if step > 0 {
+                let n = gpu_net.parameters().len();
+                assert_eq!(launched.len(), n, "{what}, step {step}: {launched:?}");
+                assert!(launched.iter().all(|k| *k == format!("{kernel}_f32")), "{what}, step {step}: {launched:?}");
+            }
+            for (i, (d, s)) in gpu_net.parameters().iter().zip(cpu_net.parameters()).enumerate() {
+                let (got, want) = (d.to_vec::<f32>().unwrap(), s.to_vec::<f32>().unwrap());
+                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                    // The emulated device computes the CPU's bits; a GPU may fuse a multiply-add.
+                    assert!(
+                        (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+                        "{what}, step {step}, param {i}[{k}]: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -349,6 +349,73 @@ pub type PoolLoop = fn(
     geometry: &PoolGeometry,
 ) -> Result<()>;
 
+/// The constants of one fused SGD step with a momentum buffer (nn's Note [Fused updates]), as
+/// the element loop uses them, each rounded to the parameter's dtype: per element,
+/// `g = ±grad (+ weight_decay * p)`, `buf = buf * momentum + keep * g`,
+/// `p += neg_lr * (nesterov ? g + momentum * buf : buf)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FusedSgd {
+    /// The L2 penalty (0: none).
+    pub weight_decay: f64,
+    /// The momentum.
+    pub momentum: f64,
+    /// `1 - dampening`.
+    pub keep: f64,
+    /// `-lr`.
+    pub neg_lr: f64,
+    /// Nesterov momentum.
+    pub nesterov: bool,
+    /// Ascend instead of descend.
+    pub maximize: bool,
+}
+
+/// The constants of one fused Adam/AdamW step (nn's Note [Fused updates]), each rounded to the
+/// parameter's dtype by the loop: per element, `g = ±grad`; decoupled decay `p *= decay` or
+/// coupled `g += decay * p`; `m = lerp(m, g, w1)` (torch.lerp's two-sided formula, the low side
+/// when `lerp_low`); `v = v * beta2 + c2 * g * g`; with amsgrad `max = maximum(max, v)` (NaN
+/// propagates); `p += neg_step * m / (sqrt(v or max) / bias_correction2_sqrt + eps)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FusedAdam {
+    /// `1 - beta1`, the weight of `lerp`.
+    pub w1: f64,
+    /// Whether `|1 - beta1| < 0.5` (`lerp`'s `m + w1 * (g - m)` form).
+    pub lerp_low: bool,
+    /// `beta2`.
+    pub beta2: f64,
+    /// `1 - beta2`.
+    pub c2: f64,
+    /// `eps`.
+    pub eps: f64,
+    /// `sqrt(1 - beta2^step)`.
+    pub bias_correction2_sqrt: f64,
+    /// `-lr / (1 - beta1^step)`.
+    pub neg_step: f64,
+    /// `1 - lr * weight_decay` when decoupled (AdamW), `weight_decay` when coupled.
+    pub decay: f64,
+    /// AdamW's decay of the parameter.
+    pub decoupled: bool,
+    /// Adam's L2 penalty on the gradient.
+    pub coupled: bool,
+    /// Ascend instead of descend.
+    pub maximize: bool,
+}
+
+/// A fused SGD step's loop on one device type: updates `param` and `buf` from `grad` in place
+/// ([`FusedSgd`]); `Ok(false)` when the tensors do not qualify (not dense, contiguous, of one
+/// floating dtype, shape and device), leaving everything untouched for the operator path.
+pub type FusedSgdLoop = fn(param: &Tensor, grad: &Tensor, buf: &Tensor, o: &FusedSgd) -> Result<bool>;
+
+/// A fused Adam step's loop on one device type, as [`FusedSgdLoop`] ([`FusedAdam`]); `max` is
+/// amsgrad's running maximum.
+pub type FusedAdamLoop = fn(
+    param: &Tensor,
+    grad: &Tensor,
+    exp_avg: &Tensor,
+    exp_avg_sq: &Tensor,
+    max: Option<&Tensor>,
+    o: &FusedAdam,
+) -> Result<bool>;
+
 static ELEMENTWISE: Loops<DeviceLoop> = Loops::new();
 static REDUCTIONS: Loops<ReduceLoop> = Loops::new();
 static GEMMS: Loops<GemmLoop> = Loops::new();
@@ -360,6 +427,8 @@ static SPMMS: Loops<SpmmLoop> = Loops::new();
 static RUNS: Loops<RunsLoop> = Loops::new();
 static COLUMNS: Loops<ColumnsLoop> = Loops::new();
 static POOLS: Loops<PoolLoop> = Loops::new();
+static FUSED_SGDS: Loops<FusedSgdLoop> = Loops::new();
+static FUSED_ADAMS: Loops<FusedAdamLoop> = Loops::new();
 
 // The handles of the operators with one loop each (Note [Kernel handles]).
 static GEMM: Stub<GemmLoop> = Stub::new("bmm");
@@ -370,6 +439,8 @@ static SPMM: Stub<SpmmLoop> = Stub::new("spmm");
 static RUN: Stub<RunsLoop> = Stub::new("runs");
 static COLUMN: Stub<ColumnsLoop> = Stub::new("columns");
 static POOL: Stub<PoolLoop> = Stub::new("pool");
+static FUSED_SGD: Stub<FusedSgdLoop> = Stub::new("fused_sgd");
+static FUSED_ADAM: Stub<FusedAdamLoop> = Stub::new("fused_adam");
 
 /// Registers `f` as the loop of `kernel` on devices of type `ty` (a later registration of the
 /// same pair replaces the earlier one for handles that have not run on that device type yet:
@@ -555,4 +626,47 @@ pub fn run_pool(
         return Ok(()); // Note [Meta loops]
     }
     POOL.loop_for(&POOLS, op, input.device().ty, input.dtype())?(input, out, indices, windows, geometry)
+}
+
+/// Registers the fused SGD loop of devices of type `ty` (see [`FusedSgdLoop`]).
+pub fn register_fused_sgd(ty: DeviceType, f: FusedSgdLoop) {
+    FUSED_SGDS.insert("fused_sgd", ty, f);
+}
+
+/// Runs the fused SGD loop of `param`'s device (see [`FusedSgdLoop`]); `Ok(false)` on the CPU
+/// (whose loop is nn's own), on `meta` and on a device type without one.
+pub fn run_fused_sgd(param: &Tensor, grad: &Tensor, buf: &Tensor, o: &FusedSgd) -> Result<bool> {
+    let d = param.device();
+    if d.is_cpu() || d.is_meta() {
+        return Ok(false);
+    }
+    match FUSED_SGD.loop_for(&FUSED_SGDS, "_fused_sgd_", d.ty, param.dtype()) {
+        Ok(f) => f(param, grad, buf, o),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Registers the fused Adam loop of devices of type `ty` (see [`FusedAdamLoop`]).
+pub fn register_fused_adam(ty: DeviceType, f: FusedAdamLoop) {
+    FUSED_ADAMS.insert("fused_adam", ty, f);
+}
+
+/// Runs the fused Adam loop of `param`'s device (see [`FusedAdamLoop`]); `Ok(false)` as
+/// [`run_fused_sgd`].
+pub fn run_fused_adam(
+    param: &Tensor,
+    grad: &Tensor,
+    exp_avg: &Tensor,
+    exp_avg_sq: &Tensor,
+    max: Option<&Tensor>,
+    o: &FusedAdam,
+) -> Result<bool> {
+    let d = param.device();
+    if d.is_cpu() || d.is_meta() {
+        return Ok(false);
+    }
+    match FUSED_ADAM.loop_for(&FUSED_ADAMS, "_fused_adam_", d.ty, param.dtype()) {
+        Ok(f) => f(param, grad, exp_avg, exp_avg_sq, max, o),
+        Err(_) => Ok(false),
+    }
 }

@@ -15,6 +15,12 @@
 //! The loops run on `aten::parallel::Dense`, which checks that the tensors qualify, hands out
 //! chunks as slices and bumps the version counters of the tensors written (as in-place
 //! operators do).
+//!
+//! On a device, SGD with momentum and Adam/AdamW run the device's fused kernel instead (one
+//! launch per parameter instead of three or ten, Note [Fused optimizer kernels] in
+//! kernels-cuda), through `aten::native::stub::run_fused_sgd`/`run_fused_adam`, with the same
+//! constants and the same element arithmetic; tensors the kernel does not take (half
+//! precision, non-contiguous) take the operator path there too.
 
 use aten::parallel::Dense;
 use aten::Tensor;
@@ -62,6 +68,17 @@ fused_float!(f32, f64);
 /// One SGD step with an existing momentum buffer, fused (Note [Fused updates]). Returns
 /// whether it ran; `false` leaves everything untouched for the operator path.
 pub(crate) fn sgd_momentum(o: &SGDOptions, param: &Tensor, grad: &Tensor, buf: &Tensor) -> Result<bool> {
+    if !param.device().is_cpu() {
+        let step = aten::native::stub::FusedSgd {
+            weight_decay: o.weight_decay,
+            momentum: o.momentum,
+            keep: 1.0 - o.dampening,
+            neg_lr: -o.lr,
+            nesterov: o.nesterov,
+            maximize: o.maximize,
+        };
+        return aten::native::stub::run_fused_sgd(param, grad, buf, &step);
+    }
     match param.dtype() {
         ScalarType::F32 => sgd_momentum_typed::<f32>(o, param, grad, buf),
         ScalarType::F64 => sgd_momentum_typed::<f64>(o, param, grad, buf),
@@ -116,6 +133,24 @@ pub(crate) struct AdamTensors<'a> {
 /// One Adam step (amsgrad when `max_exp_avg_sq` is given), fused (Note [Fused updates]).
 /// Returns whether it ran.
 pub(crate) fn adam(o: AdamStep, t: AdamTensors<'_>) -> Result<bool> {
+    if !t.param.device().is_cpu() {
+        let decoupled = o.weight_decay != 0.0 && o.decoupled_weight_decay;
+        let step = aten::native::stub::FusedAdam {
+            w1: 1.0 - o.beta1,
+            lerp_low: (1.0 - o.beta1).abs() < 0.5,
+            beta2: o.beta2,
+            c2: 1.0 - o.beta2,
+            eps: o.eps,
+            bias_correction2_sqrt: o.bias_correction2_sqrt,
+            neg_step: -o.step_size,
+            decay: if o.decoupled_weight_decay { 1.0 - o.lr * o.weight_decay } else { o.weight_decay },
+            decoupled,
+            coupled: o.weight_decay != 0.0 && !o.decoupled_weight_decay,
+            maximize: o.maximize,
+        };
+        let AdamTensors { param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq } = t;
+        return aten::native::stub::run_fused_adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, &step);
+    }
     match t.param.dtype() {
         ScalarType::F32 => adam_typed::<f32>(o, t),
         ScalarType::F64 => adam_typed::<f64>(o, t),
