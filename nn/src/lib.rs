@@ -29,6 +29,7 @@ pub mod init;
 pub mod layers;
 pub mod module;
 pub mod optim;
+pub mod parallel;
 pub mod pickle;
 pub mod pt;
 pub mod serialize;
@@ -40,4 +41,5 @@ pub use module::{
     Buffer, Forward, HookHandle, Hooks, IncompatibleKeys, Member, MemberMut, Members, Module, Parameter, StateDict,
 };
 pub use nn_derive::Module;
+pub use parallel::DataParallel;
 pub use pt::{load_pt, load_pt_into, PtArchive};

@@ -50,6 +50,13 @@ impl Parameter {
     pub fn tensor(&self) -> &Tensor {
         &self.tensor
     }
+
+    /// A parameter slot holding `t` as it is, history included: a DataParallel replica's copy
+    /// of a parameter, whose gradient flows back to the original (Note [DataParallel replicas]
+    /// in `parallel.rs`).
+    pub(crate) fn replica(t: Tensor) -> Parameter {
+        Parameter { tensor: t }
+    }
 }
 
 impl std::ops::Deref for Parameter {

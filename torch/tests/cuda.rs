@@ -617,3 +617,72 @@ fn optimizers_step_device_parameters_with_one_fused_kernel_each() {
         }
     }
 }
+
+/// Note [DataParallel replicas]: DataParallel over the two emulated devices splits the batch,
+/// runs the second half on cuda:1 with copies of the parameters there, gathers the outputs on
+/// cuda:0 and leaves on the module's own parameters the gradients a single device computes.
+#[test]
+fn data_parallel_on_two_devices_gives_the_single_device_gradients() {
+    use torch::nn::parallel::{broadcast, gather, reduce_add, scatter};
+    use torch::nn::{DataParallel, Flatten, Forward, ReLU, Sequential};
+    use torch::profiler::{profile, ProfilerActivity};
+    let gpu = setup();
+    assert!(kernels_cuda::runtime::device_count() >= 2, "the emulated device has two devices by default");
+    let gpu1 = Device::cuda(1);
+    torch::manual_seed(5);
+    let build = || {
+        Sequential::new()
+            .add(Conv2d::new(1, 4, 3).unwrap())
+            .add(ReLU::new())
+            .add(Flatten::new())
+            .add(Linear::new(4 * 6 * 6, 3).unwrap())
+    };
+    let (mut single, dp_net) = twins(build);
+    single.cuda().unwrap();
+    let x =
+        Tensor::from_vec((0..8 * 64).map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.1).collect::<Vec<_>>(), &[8, 1, 8, 8])
+            .unwrap()
+            .to_device(gpu)
+            .unwrap();
+    let y1 = single.forward(&x).unwrap();
+    ops::sum(&ops::mul(&y1, &y1).unwrap(), None).unwrap().backward().unwrap();
+
+    let mut dp = DataParallel::new(dp_net, Some(&[gpu, gpu1])).unwrap();
+    let me = c10::record_function::current_thread_id();
+    let prof = profile().activities(&[ProfilerActivity::CUDA]).start();
+    let y2 = dp.forward(&x).unwrap();
+    let p = prof.stop();
+    let on_second = p.kernels.iter().filter(|k| k.kernel.thread_id == me && k.kernel.device == gpu1).count();
+    assert!(on_second > 0, "the second half of the batch ran on cuda:1");
+    assert_eq!((y2.device(), y2.sizes()), (gpu, &[8i64, 3][..]));
+    let close = |a: &Tensor, b: &Tensor, what: &str| {
+        let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+        assert_eq!(a.len(), b.len(), "{what}");
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{what}[{i}]: {x} vs {y}");
+        }
+    };
+    close(&y2, &y1, "output");
+    ops::sum(&ops::mul(&y2, &y2).unwrap(), None).unwrap().backward().unwrap();
+    for (i, (d, s)) in dp.module().parameters().iter().zip(single.parameters()).enumerate() {
+        assert!(d.is_leaf() && d.device() == gpu, "parameter {i} is the module's own, on cuda:0");
+        let g = d.grad().expect("the module's parameter has a gradient");
+        assert_eq!(g.device(), gpu);
+        close(&g, &s.grad().unwrap(), &format!("gradient of parameter {i}"));
+    }
+    // The state dict keeps PyTorch's "module." prefix.
+    assert!(dp.named_parameters().iter().any(|(n, _)| n == "module.0.weight"));
+
+    // The pieces: scatter and gather invert each other; broadcast and reduce_add.
+    let parts = scatter(&x, &[gpu, gpu1], 0).unwrap();
+    assert_eq!((parts[1].device(), parts[1].sizes()), (gpu1, &[4i64, 1, 8, 8][..]));
+    close(&gather(&parts, gpu, 0).unwrap(), &x, "gather(scatter(x))");
+    let t = Tensor::from_vec(vec![1.0f32, -2.0, 3.5], &[3]).unwrap();
+    let copies = broadcast(std::slice::from_ref(&t), &[gpu, gpu1]).unwrap();
+    assert_eq!((copies[0][0].device(), copies[1][0].device()), (gpu, gpu1));
+    let sum = reduce_add(&[copies[0][0].clone(), copies[1][0].clone()], Device::CPU).unwrap();
+    assert_eq!(sum.to_vec::<f32>().unwrap(), [2.0, -4.0, 7.0]);
+    // A module on another device than device_ids[0] is refused, as in PyTorch.
+    let e = DataParallel::new(Linear::new(2, 2).unwrap(), Some(&[gpu, gpu1])).err().unwrap().to_string();
+    assert!(e.contains("must have its parameters and buffers on device cuda:0 (device_ids[0])"), "{e}");
+}
