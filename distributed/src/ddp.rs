@@ -16,7 +16,10 @@
 //!   same order.
 //! - When the last bucket has started, the hook waits for all of them and writes the averaged
 //!   gradients into `.grad` (with `gradient_as_bucket_view`, `.grad` becomes a view of the
-//!   bucket, saving the copy; later backward passes accumulate into it in place).
+//!   bucket, saving the copy; later backward passes accumulate into it in place). It waits
+//!   after releasing the reducer's lock. With NCCL the all-reduces run on the communicator's
+//!   stream while backward's kernels go on on the compute stream, and the wait makes the
+//!   compute stream, not the host, wait for them (Note [The NCCL stream] in `nccl.rs`).
 //! - `find_unused_parameters`: the forward pass walks the autograd graph from the output; the
 //!   parameters it does not reach are marked ready (with zero gradients) when the first
 //!   gradient arrives. A parameter unused on every rank keeps its `.grad` (None stays None).
@@ -93,6 +96,14 @@ struct State {
     unused: Vec<usize>,
     unused_marked: bool,
     locally_used: Vec<bool>,
+}
+
+/// The end of an iteration's reduction, taken out of the reducer's state (see
+/// [`Reducer::take_pending`]).
+struct Pending {
+    works: Vec<Work>,
+    locally_used: Vec<bool>,
+    views: Vec<Tensor>,
 }
 
 struct Reducer {
@@ -219,7 +230,11 @@ impl Reducer {
         }
         self.launch_ready(&mut st)?;
         if st.next_bucket == st.buckets.len() {
-            self.finalize(&mut st)?;
+            // The reductions are waited for without the lock: a collective can take as long as
+            // the slowest rank, and nothing else may block on the reducer meanwhile.
+            let pending = self.take_pending(&mut st)?;
+            drop(st);
+            self.finalize(pending)?;
         }
         Ok(())
     }
@@ -253,16 +268,25 @@ impl Reducer {
         Ok(())
     }
 
-    /// Waits for every bucket and writes the averaged gradients into `.grad`.
-    fn finalize(&self, st: &mut State) -> Result<()> {
+    /// Ends the iteration's bookkeeping under the lock and returns what [`Reducer::finalize`]
+    /// needs after it is released: the buckets' works, the locally used flags and every
+    /// parameter's view into its bucket.
+    fn take_pending(&self, st: &mut State) -> Result<Pending> {
         st.expect_backward = false;
-        for b in &mut st.buckets {
-            if let Some(w) = b.work.take() {
-                w.wait()?;
-            }
+        let works = st.buckets.iter_mut().filter_map(|b| b.work.take()).collect();
+        let views = (0..self.params.len()).map(|i| self.view(st, i)).collect::<Result<_>>()?;
+        Ok(Pending { works, locally_used: st.locally_used.clone(), views })
+    }
+
+    /// Waits for every bucket and writes the averaged gradients into `.grad` (without the
+    /// reducer's lock).
+    fn finalize(&self, pending: Pending) -> Result<()> {
+        let Pending { works, locally_used, views } = pending;
+        for w in works {
+            w.wait()?;
         }
         let globally_used = if self.find_unused {
-            let used: Vec<i32> = st.locally_used.iter().map(|&u| u as i32).collect();
+            let used: Vec<i32> = locally_used.iter().map(|&u| u as i32).collect();
             let n = used.len() as i64;
             let t = self.group.to_backend_device(Tensor::from_vec(used, &[n])?)?;
             self.group.all_reduce(&t, ReduceOp::Max)?.wait()?;
@@ -270,11 +294,10 @@ impl Reducer {
         } else {
             vec![true; self.params.len()]
         };
-        for (i, p) in self.params.iter().enumerate() {
-            if !globally_used[i] {
+        for ((p, view), used) in self.params.iter().zip(views).zip(globally_used) {
+            if !used {
                 continue;
             }
-            let view = self.view(st, i)?;
             match p.grad() {
                 Some(g) if g.data_ptr() == view.data_ptr() && g.strides() == view.strides() => {}
                 _ if self.as_view => p.set_grad(Some(view))?,

@@ -14,10 +14,18 @@
 //!   rank has joined; the others read it with the store's timeout. `new_group` splits the
 //!   communicator (`ncclCommSplit`, NCCL 2.18 or newer).
 //! - Tensors stay on the device: the process group packs lists into buffers on the group's
-//!   device (and rejects tensors elsewhere), and the backend enqueues the NCCL calls on the
-//!   current stream, so they are ordered after the kernels that produced the inputs and before
-//!   those that read the outputs, with no stream-to-stream events. Copies that unpack an output
-//!   are enqueued right after, on the same stream.
+//!   device (and rejects tensors elsewhere).
+//! - Note [The NCCL stream]: as in PyTorch, the NCCL calls run on a stream of the
+//!   communicator's own, not on the compute stream, so communication overlaps computation (DDP's
+//!   bucket all-reduces run while backward goes on). Each operation first makes the
+//!   communicator's stream wait on an event recorded on the caller's current stream (the
+//!   kernels that produced the inputs), then enqueues NCCL and records the operation's event
+//!   there. Copies that unpack an output are enqueued on the current stream after a wait on that
+//!   event. `Work::wait` does not block the host: it makes the caller's current stream wait on
+//!   the event (PyTorch's `work.wait()`), so whatever the caller enqueues next, reading the
+//!   outputs included, runs after the collective; `wait_timeout` and a barrier block the host.
+//!   The operation's tensors stay alive until the watchdog has seen the event complete, so the
+//!   caching allocator cannot hand their blocks to other work while NCCL still uses them.
 //! - Enqueueing, recording the completion event and handing the operation to the watchdog
 //!   happen under one lock, in issue order. The `Work` completes when that event has. A
 //!   watchdog thread per communicator queries the events in order with a backoff, checks
@@ -212,6 +220,9 @@ struct Core {
     enqueue: Mutex<()>,
     /// Set (under `enqueue`) when the communicator was aborted: nothing may use it after.
     aborted: AtomicBool,
+    /// The stream the NCCL calls run on (Note [The NCCL stream]), destroyed with the
+    /// communicator.
+    stream: StreamId,
 }
 
 impl Core {
@@ -238,9 +249,27 @@ impl Core {
     }
 }
 
+/// An event of the communicator's device, destroyed when the last holder (the watchdog's
+/// [`Watch`], a `Work`'s device wait) lets go.
+struct DeviceEvent(EventId);
+
+impl DeviceEvent {
+    fn new(d: &dyn Driver, device: usize) -> Result<DeviceEvent> {
+        d.event_create(device, false).map(DeviceEvent)
+    }
+}
+
+impl Drop for DeviceEvent {
+    fn drop(&mut self) {
+        if let Ok(d) = driver() {
+            d.event_destroy(self.0);
+        }
+    }
+}
+
 /// What the watchdog waits for: one enqueued operation.
 struct Watch {
-    event: EventId,
+    event: Arc<DeviceEvent>,
     work: Work,
     deadline: Instant,
     /// For a `recv`: the rank the message comes from.
@@ -462,7 +491,9 @@ impl NcclBackend {
             },
             c => c,
         };
-        let stream = StreamId(kernels_cuda::runtime::current_stream(device)?.id);
+        let compute = StreamId(kernels_cuda::runtime::current_stream(device)?.id);
+        let comm_stream = self.core.stream;
+        let barrier = name == "barrier";
         let _lock = self.core.enqueue.lock().unwrap_or_else(|e| e.into_inner());
         if self.core.aborted.load(Ordering::SeqCst) {
             return Err(dist_error(
@@ -471,30 +502,36 @@ impl NcclBackend {
             ));
         }
         d.make_current(dev)?;
-        let event = d.event_create(dev, false)?;
-        let enqueued = (|| {
-            let source = self.enqueue(&c, stream.0 as RawStream)?;
+        // Note [The NCCL stream]: after the work queued so far on the caller's stream.
+        let ready = DeviceEvent::new(d, dev)?;
+        d.event_record(ready.0, dev, compute)?;
+        d.stream_wait_event(dev, comm_stream, ready.0)?;
+        let event = Arc::new(DeviceEvent::new(d, dev)?);
+        let source = (|| {
+            let source = self.enqueue(&c, comm_stream.0 as RawStream)?;
+            d.event_record(event.0, dev, comm_stream)?;
             if let Some(f) = finish {
+                // The unpacking copies read the outputs: on the caller's stream, after them.
+                d.stream_wait_event(dev, compute, event.0)?;
                 f()?;
             }
-            d.event_record(event, dev, stream)?;
             Ok::<_, Error>(source)
-        })();
-        let source = match enqueued {
-            Ok(s) => s,
-            Err(e) => {
-                // Whatever was enqueued before the failure completes in stream order, before any
-                // later use of the (stream-ordered) caching allocator's blocks.
-                d.event_destroy(event);
-                return Err(e);
-            }
-        };
+        })()?;
+        // Whatever was enqueued before a failure completes in stream order; the event lives
+        // until the watchdog and the work let go of it.
+        if !barrier {
+            let waited = event.clone();
+            work.set_device_wait(Box::new(move || {
+                let d = driver()?;
+                let current = StreamId(kernels_cuda::runtime::current_stream(device)?.id);
+                d.stream_wait_event(dev, current, waited.0)
+            }));
+        }
         let watch =
             Watch { event, work: work.clone(), deadline: Instant::now() + timeout, source, _keep: Self::tensors(&c) };
         if let Err(mpsc::SendError(w)) = self.watch.send(watch) {
             // The watchdog is gone: wait here so that the tensors outlive the operation.
-            let _ = d.event_synchronize(w.event);
-            d.event_destroy(w.event);
+            let _ = d.event_synchronize(w.event.0);
             return Err(dist_error(name, "the NCCL watchdog has ended"));
         }
         Ok(())
@@ -542,14 +579,15 @@ impl Backend for NcclBackend {
             lib.check(name, unsafe { split(self.core.comm.0, color, key, &mut comm, std::ptr::null_mut()) })?;
         }
         let Some(rank) = member else { return Ok(None) };
-        Ok(Some(Arc::new(start(lib, Comm(comm), self.core.device, rank, ranks.len())) as Arc<dyn Backend>))
+        let stream = d.stream_create(self.core.device)?;
+        Ok(Some(Arc::new(start(lib, Comm(comm), self.core.device, rank, ranks.len(), stream)) as Arc<dyn Backend>))
     }
 }
 
 /// A backend over `comm` and its watchdog (Note [The NCCL backend]).
-fn start(lib: &'static Lib, comm: Comm, device: usize, rank: usize, size: usize) -> NcclBackend {
+fn start(lib: &'static Lib, comm: Comm, device: usize, rank: usize, size: usize, stream: StreamId) -> NcclBackend {
     let (tx, rx) = mpsc::channel::<Watch>();
-    let core = Arc::new(Core { lib, comm, device, enqueue: Mutex::new(()), aborted: AtomicBool::new(false) });
+    let core = Arc::new(Core { lib, comm, device, enqueue: Mutex::new(()), aborted: AtomicBool::new(false), stream });
     let watched = core.clone();
     let spawned = std::thread::Builder::new().name("nccl-watchdog".into()).spawn(move || watchdog(rx, watched));
     if spawned.is_err() {
@@ -592,7 +630,7 @@ fn watchdog(rx: mpsc::Receiver<Watch>, core: Arc<Core>) {
         while let Some(w) = queue.front() {
             let outcome = match &failed {
                 Some(e) => Err(e.clone()),
-                None => match d.event_query(w.event) {
+                None => match d.event_query(w.event.0) {
                     Ok(true) => Ok(w.source),
                     Ok(false) => {
                         let async_err = core.async_error();
@@ -620,10 +658,9 @@ fn watchdog(rx: mpsc::Receiver<Watch>, core: Arc<Core>) {
             if failed.is_some() {
                 // After the abort the device no longer runs the operation's kernels; wait for
                 // the stream to let go of the buffers before they are freed.
-                let _ = d.event_synchronize(w.event);
+                let _ = d.event_synchronize(w.event.0);
             }
             w.work.complete(outcome);
-            d.event_destroy(w.event);
         }
     }
     let _lock = core.enqueue.lock().unwrap_or_else(|e| e.into_inner());
@@ -632,6 +669,8 @@ fn watchdog(rx: mpsc::Receiver<Watch>, core: Arc<Core>) {
         // the communicator's last use; it came from ncclCommInitRank/ncclCommSplit.
         unsafe { (core.lib.comm_destroy)(core.comm.0) };
     }
+    // Nothing is in flight and the communicator is gone (destroyed or aborted).
+    d.stream_destroy(core.device, core.stream);
 }
 
 /// The device of this rank: `LOCAL_RANK` if set, else `rank % device_count`.
@@ -693,5 +732,6 @@ pub(crate) fn world(store: &dyn Store, rank: usize, size: usize) -> Result<Arc<d
         // Every rank has joined, so every rank has read the id.
         let _ = store.delete_key(&key);
     }
-    Ok(Arc::new(start(lib, Comm(comm), device, rank, size)))
+    let stream = d.stream_create(device)?;
+    Ok(Arc::new(start(lib, Comm(comm), device, rank, size, stream)))
 }

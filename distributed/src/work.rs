@@ -5,7 +5,7 @@
 //! inputs the ranks disagree on), or [`Error::DistTimeout`] when the operation did not finish
 //! within the process group's timeout: a rank that never arrives is an error, never a hang.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use c10::{Error, Result};
@@ -17,11 +17,16 @@ struct State {
     outcome: Option<Outcome>,
 }
 
+/// Makes the caller's current stream wait for a device operation (Note [The NCCL stream]).
+pub(crate) type DeviceWait = Box<dyn Fn() -> Result<()> + Send + Sync>;
+
 struct Inner {
     op: &'static str,
     timeout: Duration,
     state: Mutex<State>,
     done: Condvar,
+    /// For an operation on a device stream: what `wait` does instead of blocking the host.
+    device_wait: OnceLock<DeviceWait>,
 }
 
 /// The handle of an operation that a process group runs asynchronously (PyTorch's
@@ -42,8 +47,21 @@ impl Work {
     #[cfg_attr(not(any(feature = "mpi", feature = "cuda")), allow(dead_code))]
     pub(crate) fn pending(op: &'static str, timeout: Duration) -> Work {
         Work {
-            inner: Arc::new(Inner { op, timeout, state: Mutex::new(State { outcome: None }), done: Condvar::new() }),
+            inner: Arc::new(Inner {
+                op,
+                timeout,
+                state: Mutex::new(State { outcome: None }),
+                done: Condvar::new(),
+                device_wait: OnceLock::new(),
+            }),
         }
+    }
+
+    /// Makes [`Work::wait`] order the caller's current stream after the operation instead of
+    /// blocking the host (set once, by a backend whose operations run on a device stream).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn set_device_wait(&self, wait: DeviceWait) {
+        let _ = self.inner.device_wait.set(wait);
     }
 
     /// Records the outcome (the first one wins) and wakes the waiters.
@@ -80,8 +98,18 @@ impl Work {
     }
 
     /// Waits for the operation, at most the process group's timeout, and returns its error.
-    /// After a successful `wait` the output tensors hold the result.
+    /// After a successful `wait` the output tensors hold the result. For an operation on a
+    /// device stream (NCCL), as PyTorch's `work.wait()`: the caller's current stream waits for
+    /// it and the host does not, so later work on that stream (reading the outputs too) sees
+    /// the result; an operation that already failed returns its error, a later failure shows in
+    /// the next operation of the group (Note [The NCCL stream]).
     pub fn wait(&self) -> Result<()> {
+        if let Some(device_wait) = self.inner.device_wait.get() {
+            if let Some(outcome) = &self.inner.state.lock().unwrap_or_else(|e| e.into_inner()).outcome {
+                return outcome.clone().map(|_| ());
+            }
+            return device_wait();
+        }
         self.wait_timeout(self.inner.timeout)
     }
 
@@ -126,5 +154,40 @@ impl Work {
             }
             s = self.inner.done.wait_timeout(s, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Note [The NCCL stream]: a work with a device wait does not block the host in `wait`; it
+    /// runs the device wait while the operation is pending, and reports the outcome once there
+    /// is one. `wait_timeout` still blocks the host.
+    #[test]
+    fn a_device_work_waits_on_the_stream_not_the_host() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let work = Work::pending("all_reduce", Duration::from_secs(3600));
+        let seen = calls.clone();
+        work.set_device_wait(Box::new(move || {
+            seen.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }));
+        let start = Instant::now();
+        work.wait().unwrap();
+        assert!(start.elapsed() < Duration::from_secs(60), "wait returned without the operation finishing");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert!(!work.is_completed());
+        let e = work.wait_timeout(Duration::from_millis(20)).unwrap_err();
+        assert!(matches!(e, Error::DistTimeout { .. }), "{e:?}");
+        // A failed operation reports its error and no longer waits on the stream.
+        work.complete(Err(Error::Distributed { op: "all_reduce".into(), msg: "NCCL error".into() }));
+        assert!(work.wait().unwrap_err().to_string().contains("NCCL error"));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        // A host work still blocks until its outcome (here, its timeout).
+        let host = Work::pending("all_reduce", Duration::from_millis(20));
+        assert!(matches!(host.wait().unwrap_err(), Error::DistTimeout { .. }));
     }
 }
