@@ -2104,3 +2104,29 @@ fn a_warm_launch_allocates_nothing_and_takes_no_lock() {
     let want = ops::sum_dim_intlist(&sample(&[4, 3], ScalarType::F32, 3), Some(&[0]), true, None).unwrap();
     assert_close(&sums.to_device(Device::CPU).unwrap(), &want, 1e-6, "sum");
 }
+
+/// Note [Foreach operators]: the foreach operators run their per-tensor operators on the
+/// tensors' device.
+#[test]
+fn foreach_operators_run_on_the_device() {
+    setup();
+    let cpu = [sample(&[3], ScalarType::F32, 1), sample(&[2, 2], ScalarType::F32, 2)];
+    let other = [sample(&[3], ScalarType::F32, 3), sample(&[2, 2], ScalarType::F32, 4)];
+    let gpu: Vec<Tensor> = cpu.iter().map(|t| t.to_device(GPU).unwrap()).collect();
+    let gpu_other: Vec<Tensor> = other.iter().map(|t| t.to_device(GPU).unwrap()).collect();
+    let got = ops::_foreach_add_list(&gpu, &gpu_other, Scalar::Float(0.5)).unwrap();
+    let want = ops::_foreach_add_list(&cpu, &other, Scalar::Float(0.5)).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g.device(), GPU);
+        assert_close(&g.to_device(Device::CPU).unwrap(), w, 0.0, "_foreach_add.List");
+    }
+    ops::_foreach_lerp_(&gpu, &gpu_other, Scalar::Float(0.25)).unwrap();
+    ops::_foreach_lerp_(&cpu, &other, Scalar::Float(0.25)).unwrap();
+    let norms = ops::_foreach_norm(&gpu, Scalar::Int(2), None).unwrap();
+    let want = ops::_foreach_norm(&cpu, Scalar::Int(2), None).unwrap();
+    for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+        assert_eq!((g.device(), norms[i].device()), (GPU, GPU));
+        assert_close(&g.to_device(Device::CPU).unwrap(), c, 1e-6, "_foreach_lerp_");
+        assert_close(&norms[i].to_device(Device::CPU).unwrap(), &want[i], 1e-6, "_foreach_norm");
+    }
+}

@@ -15070,3 +15070,234 @@ impl<'a> PrivateToSparseCsr<'a> {
         crate::handles::_to_sparse_csr::call(self_, dense_dim)
     }
 }
+
+/// The builder of [`_foreach_add_list`](crate::front::_foreach_add_list); overloads:
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4394)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateForeachAddList<'a> {
+    pub(crate) self_: TensorList<'a>,
+    pub(crate) other: TensorList<'a>,
+    pub(crate) alpha: Option<Scalar>,
+}
+
+impl<'a> PrivateForeachAddList<'a> {
+    /// Sets `alpha` (default `1`).
+    #[inline]
+    pub fn alpha(mut self, v: impl Into<Scalar>) -> Self {
+        self.alpha = Some(v.into());
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Vec<Tensor>> {
+        let PrivateForeachAddList { self_, other, alpha, .. } = self;
+        crate::handles::_foreach_add_list::call(self_.as_slice(), other.as_slice(), alpha.unwrap_or(Scalar::Int(1)))
+    }
+}
+
+/// The builder of [`_foreach_add_list_`](crate::front::_foreach_add_list_); overloads:
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4399)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateForeachAddListInplace<'a> {
+    pub(crate) self_: TensorList<'a>,
+    pub(crate) other: TensorList<'a>,
+    pub(crate) alpha: Option<Scalar>,
+}
+
+impl<'a> PrivateForeachAddListInplace<'a> {
+    /// Sets `alpha` (default `1`).
+    #[inline]
+    pub fn alpha(mut self, v: impl Into<Scalar>) -> Self {
+        self.alpha = Some(v.into());
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<()> {
+        let PrivateForeachAddListInplace { self_, other, alpha, .. } = self;
+        crate::handles::_foreach_add_list_::call(self_.as_slice(), other.as_slice(), alpha.unwrap_or(Scalar::Int(1)))
+    }
+}
+
+/// The builder of [`_foreach_addcmul`](crate::front::_foreach_addcmul); overloads:
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4434)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateForeachAddcmul<'a> {
+    pub(crate) self_: TensorList<'a>,
+    pub(crate) tensor1: TensorList<'a>,
+    pub(crate) tensor2: TensorList<'a>,
+    pub(crate) value: Option<Scalar>,
+}
+
+impl<'a> PrivateForeachAddcmul<'a> {
+    /// Sets `value` (default `1`).
+    #[inline]
+    pub fn value(mut self, v: impl Into<Scalar>) -> Self {
+        self.value = Some(v.into());
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Vec<Tensor>> {
+        let PrivateForeachAddcmul { self_, tensor1, tensor2, value, .. } = self;
+        crate::handles::_foreach_addcmul_scalar::call(
+            self_.as_slice(),
+            tensor1.as_slice(),
+            tensor2.as_slice(),
+            value.unwrap_or(Scalar::Int(1)),
+        )
+    }
+}
+
+/// The builder of [`_foreach_addcmul_`](crate::front::_foreach_addcmul_); overloads:
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4439)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateForeachAddcmulInplace<'a> {
+    pub(crate) self_: TensorList<'a>,
+    pub(crate) tensor1: TensorList<'a>,
+    pub(crate) tensor2: TensorList<'a>,
+    pub(crate) value: Option<Scalar>,
+}
+
+impl<'a> PrivateForeachAddcmulInplace<'a> {
+    /// Sets `value` (default `1`).
+    #[inline]
+    pub fn value(mut self, v: impl Into<Scalar>) -> Self {
+        self.value = Some(v.into());
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<()> {
+        let PrivateForeachAddcmulInplace { self_, tensor1, tensor2, value, .. } = self;
+        crate::handles::_foreach_addcmul_scalar_::call(
+            self_.as_slice(),
+            tensor1.as_slice(),
+            tensor2.as_slice(),
+            value.unwrap_or(Scalar::Int(1)),
+        )
+    }
+}
+
+/// The builder of [`_foreach_addcdiv`](crate::front::_foreach_addcdiv); overloads:
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4444)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateForeachAddcdiv<'a> {
+    pub(crate) self_: TensorList<'a>,
+    pub(crate) tensor1: TensorList<'a>,
+    pub(crate) tensor2: TensorList<'a>,
+    pub(crate) value: Option<Scalar>,
+}
+
+impl<'a> PrivateForeachAddcdiv<'a> {
+    /// Sets `value` (default `1`).
+    #[inline]
+    pub fn value(mut self, v: impl Into<Scalar>) -> Self {
+        self.value = Some(v.into());
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Vec<Tensor>> {
+        let PrivateForeachAddcdiv { self_, tensor1, tensor2, value, .. } = self;
+        crate::handles::_foreach_addcdiv_scalar::call(
+            self_.as_slice(),
+            tensor1.as_slice(),
+            tensor2.as_slice(),
+            value.unwrap_or(Scalar::Int(1)),
+        )
+    }
+}
+
+/// The builder of [`_foreach_addcdiv_`](crate::front::_foreach_addcdiv_); overloads:
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4449)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateForeachAddcdivInplace<'a> {
+    pub(crate) self_: TensorList<'a>,
+    pub(crate) tensor1: TensorList<'a>,
+    pub(crate) tensor2: TensorList<'a>,
+    pub(crate) value: Option<Scalar>,
+}
+
+impl<'a> PrivateForeachAddcdivInplace<'a> {
+    /// Sets `value` (default `1`).
+    #[inline]
+    pub fn value(mut self, v: impl Into<Scalar>) -> Self {
+        self.value = Some(v.into());
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<()> {
+        let PrivateForeachAddcdivInplace { self_, tensor1, tensor2, value, .. } = self;
+        crate::handles::_foreach_addcdiv_scalar_::call(
+            self_.as_slice(),
+            tensor1.as_slice(),
+            tensor2.as_slice(),
+            value.unwrap_or(Scalar::Int(1)),
+        )
+    }
+}
+
+/// The builder of [`_foreach_copy_`](crate::front::_foreach_copy_); overloads:
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4499)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateForeachCopyInplace<'a> {
+    pub(crate) self_: TensorList<'a>,
+    pub(crate) src: TensorList<'a>,
+    pub(crate) non_blocking: Option<bool>,
+}
+
+impl<'a> PrivateForeachCopyInplace<'a> {
+    /// Sets `non_blocking` (default `False`).
+    #[inline]
+    pub fn non_blocking(mut self, v: bool) -> Self {
+        self.non_blocking = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<()> {
+        let PrivateForeachCopyInplace { self_, src, non_blocking, .. } = self;
+        crate::handles::_foreach_copy_::call(self_.as_slice(), src.as_slice(), non_blocking.unwrap_or(false))
+    }
+}
+
+/// The builder of [`_foreach_norm`](crate::front::_foreach_norm); overloads:
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4504)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateForeachNorm<'a> {
+    pub(crate) self_: TensorList<'a>,
+    pub(crate) ord: Option<Scalar>,
+    pub(crate) dtype: Option<ScalarType>,
+}
+
+impl<'a> PrivateForeachNorm<'a> {
+    /// Sets `ord` (default `2`).
+    #[inline]
+    pub fn ord(mut self, v: impl Into<Scalar>) -> Self {
+        self.ord = Some(v.into());
+        self
+    }
+
+    /// Sets `dtype` (default `None`).
+    #[inline]
+    pub fn dtype(mut self, v: ScalarType) -> Self {
+        self.dtype = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Vec<Tensor>> {
+        let PrivateForeachNorm { self_, ord, dtype, .. } = self;
+        crate::handles::_foreach_norm_scalar::call(self_.as_slice(), ord.unwrap_or(Scalar::Int(2)), dtype)
+    }
+}

@@ -6202,8 +6202,270 @@ pub fn sparse_csr_tensor_crow_col_value<'a>(
     }
 }
 
+/// `_foreach_add`; overloads:
+/// - `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4384)
+#[inline]
+pub fn _foreach_add<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
+    let self_: TensorList<'a> = self_.into();
+    let scalar: Scalar = scalar.into();
+    crate::handles::_foreach_add_scalar::call(self_.as_slice(), scalar)
+}
+
+/// `_foreach_add_`; overloads:
+/// - `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4389)
+#[inline]
+pub fn _foreach_add_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    let scalar: Scalar = scalar.into();
+    crate::handles::_foreach_add_scalar_::call(self_.as_slice(), scalar)
+}
+
+/// `_foreach_add`; overloads:
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4394)
+#[inline]
+pub fn _foreach_add_list<'a>(
+    self_: impl Into<TensorList<'a>>,
+    other: impl Into<TensorList<'a>>,
+) -> builders::PrivateForeachAddList<'a> {
+    builders::PrivateForeachAddList { self_: self_.into(), other: other.into(), alpha: None }
+}
+
+/// `_foreach_add_`; overloads:
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4399)
+#[inline]
+pub fn _foreach_add_list_<'a>(
+    self_: impl Into<TensorList<'a>>,
+    other: impl Into<TensorList<'a>>,
+) -> builders::PrivateForeachAddListInplace<'a> {
+    builders::PrivateForeachAddListInplace { self_: self_.into(), other: other.into(), alpha: None }
+}
+
+/// `_foreach_mul`; overloads:
+/// - `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4404)
+#[inline]
+pub fn _foreach_mul<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
+    let self_: TensorList<'a> = self_.into();
+    let scalar: Scalar = scalar.into();
+    crate::handles::_foreach_mul_scalar::call(self_.as_slice(), scalar)
+}
+
+/// `_foreach_mul_`; overloads:
+/// - `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4409)
+#[inline]
+pub fn _foreach_mul_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    let scalar: Scalar = scalar.into();
+    crate::handles::_foreach_mul_scalar_::call(self_.as_slice(), scalar)
+}
+
+/// `_foreach_mul`; overloads:
+/// - `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4414)
+#[inline]
+pub fn _foreach_mul_list<'a>(
+    self_: impl Into<TensorList<'a>>,
+    other: impl Into<TensorList<'a>>,
+) -> Result<Vec<Tensor>> {
+    let self_: TensorList<'a> = self_.into();
+    let other: TensorList<'a> = other.into();
+    crate::handles::_foreach_mul_list::call(self_.as_slice(), other.as_slice())
+}
+
+/// `_foreach_mul_`; overloads:
+/// - `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4419)
+#[inline]
+pub fn _foreach_mul_list_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    let other: TensorList<'a> = other.into();
+    crate::handles::_foreach_mul_list_::call(self_.as_slice(), other.as_slice())
+}
+
+/// `_foreach_div`; overloads:
+/// - `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4424)
+#[inline]
+pub fn _foreach_div<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
+    let self_: TensorList<'a> = self_.into();
+    let scalar: Scalar = scalar.into();
+    crate::handles::_foreach_div_scalar::call(self_.as_slice(), scalar)
+}
+
+/// `_foreach_div_`; overloads:
+/// - `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4429)
+#[inline]
+pub fn _foreach_div_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    let scalar: Scalar = scalar.into();
+    crate::handles::_foreach_div_scalar_::call(self_.as_slice(), scalar)
+}
+
+/// `_foreach_addcmul`; overloads:
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4434)
+#[inline]
+pub fn _foreach_addcmul<'a>(
+    self_: impl Into<TensorList<'a>>,
+    tensor1: impl Into<TensorList<'a>>,
+    tensor2: impl Into<TensorList<'a>>,
+) -> builders::PrivateForeachAddcmul<'a> {
+    builders::PrivateForeachAddcmul {
+        self_: self_.into(),
+        tensor1: tensor1.into(),
+        tensor2: tensor2.into(),
+        value: None,
+    }
+}
+
+/// `_foreach_addcmul_`; overloads:
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4439)
+#[inline]
+pub fn _foreach_addcmul_<'a>(
+    self_: impl Into<TensorList<'a>>,
+    tensor1: impl Into<TensorList<'a>>,
+    tensor2: impl Into<TensorList<'a>>,
+) -> builders::PrivateForeachAddcmulInplace<'a> {
+    builders::PrivateForeachAddcmulInplace {
+        self_: self_.into(),
+        tensor1: tensor1.into(),
+        tensor2: tensor2.into(),
+        value: None,
+    }
+}
+
+/// `_foreach_addcdiv`; overloads:
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4444)
+#[inline]
+pub fn _foreach_addcdiv<'a>(
+    self_: impl Into<TensorList<'a>>,
+    tensor1: impl Into<TensorList<'a>>,
+    tensor2: impl Into<TensorList<'a>>,
+) -> builders::PrivateForeachAddcdiv<'a> {
+    builders::PrivateForeachAddcdiv {
+        self_: self_.into(),
+        tensor1: tensor1.into(),
+        tensor2: tensor2.into(),
+        value: None,
+    }
+}
+
+/// `_foreach_addcdiv_`; overloads:
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4449)
+#[inline]
+pub fn _foreach_addcdiv_<'a>(
+    self_: impl Into<TensorList<'a>>,
+    tensor1: impl Into<TensorList<'a>>,
+    tensor2: impl Into<TensorList<'a>>,
+) -> builders::PrivateForeachAddcdivInplace<'a> {
+    builders::PrivateForeachAddcdivInplace {
+        self_: self_.into(),
+        tensor1: tensor1.into(),
+        tensor2: tensor2.into(),
+        value: None,
+    }
+}
+
+/// `_foreach_lerp`; overloads:
+/// - `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4454)
+#[inline]
+pub fn _foreach_lerp<'a>(
+    self_: impl Into<TensorList<'a>>,
+    tensors1: impl Into<TensorList<'a>>,
+    weight: impl Into<Scalar>,
+) -> Result<Vec<Tensor>> {
+    let self_: TensorList<'a> = self_.into();
+    let tensors1: TensorList<'a> = tensors1.into();
+    let weight: Scalar = weight.into();
+    crate::handles::_foreach_lerp_scalar::call(self_.as_slice(), tensors1.as_slice(), weight)
+}
+
+/// `_foreach_lerp_`; overloads:
+/// - `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4459)
+#[inline]
+pub fn _foreach_lerp_<'a>(
+    self_: impl Into<TensorList<'a>>,
+    tensors1: impl Into<TensorList<'a>>,
+    weight: impl Into<Scalar>,
+) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    let tensors1: TensorList<'a> = tensors1.into();
+    let weight: Scalar = weight.into();
+    crate::handles::_foreach_lerp_scalar_::call(self_.as_slice(), tensors1.as_slice(), weight)
+}
+
+/// `_foreach_sqrt`; overloads:
+/// - `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4464)
+#[inline]
+pub fn _foreach_sqrt<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
+    let self_: TensorList<'a> = self_.into();
+    crate::handles::_foreach_sqrt::call(self_.as_slice())
+}
+
+/// `_foreach_sqrt_`; overloads:
+/// - `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4469)
+#[inline]
+pub fn _foreach_sqrt_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    crate::handles::_foreach_sqrt_::call(self_.as_slice())
+}
+
+/// `_foreach_neg`; overloads:
+/// - `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4474)
+#[inline]
+pub fn _foreach_neg<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
+    let self_: TensorList<'a> = self_.into();
+    crate::handles::_foreach_neg::call(self_.as_slice())
+}
+
+/// `_foreach_neg_`; overloads:
+/// - `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4479)
+#[inline]
+pub fn _foreach_neg_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    crate::handles::_foreach_neg_::call(self_.as_slice())
+}
+
+/// `_foreach_maximum`; overloads:
+/// - `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4484)
+#[inline]
+pub fn _foreach_maximum<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
+    let self_: TensorList<'a> = self_.into();
+    let other: TensorList<'a> = other.into();
+    crate::handles::_foreach_maximum_list::call(self_.as_slice(), other.as_slice())
+}
+
+/// `_foreach_maximum_`; overloads:
+/// - `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4489)
+#[inline]
+pub fn _foreach_maximum_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    let other: TensorList<'a> = other.into();
+    crate::handles::_foreach_maximum_list_::call(self_.as_slice(), other.as_slice())
+}
+
+/// `_foreach_zero_`; overloads:
+/// - `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4494)
+#[inline]
+pub fn _foreach_zero_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
+    let self_: TensorList<'a> = self_.into();
+    crate::handles::_foreach_zero_::call(self_.as_slice())
+}
+
+/// `_foreach_copy_`; overloads:
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4499)
+#[inline]
+pub fn _foreach_copy_<'a>(
+    self_: impl Into<TensorList<'a>>,
+    src: impl Into<TensorList<'a>>,
+) -> builders::PrivateForeachCopyInplace<'a> {
+    builders::PrivateForeachCopyInplace { self_: self_.into(), src: src.into(), non_blocking: None }
+}
+
+/// `_foreach_norm`; overloads:
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4504)
+#[inline]
+pub fn _foreach_norm<'a>(self_: impl Into<TensorList<'a>>) -> builders::PrivateForeachNorm<'a> {
+    builders::PrivateForeachNorm { self_: self_.into(), ord: None, dtype: None }
+}
+
 /// `_amp_foreach_non_finite_check_and_unscale_`; overloads:
-/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4383)
+/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4509)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6215,7 +6477,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
 }
 
 /// `_amp_update_scale_`; overloads:
-/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4388)
+/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4514)
 #[inline]
 pub fn _amp_update_scale_<'a>(
     self_: &'a Tensor,

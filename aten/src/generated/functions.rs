@@ -7212,7 +7212,167 @@ pub fn _to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> 
     crate::handles::_to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4383)
+/// `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4384)
+#[inline]
+pub fn _foreach_add(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_add_scalar::call(self_, scalar)
+}
+
+/// `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4389)
+#[inline]
+pub fn _foreach_add_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
+    crate::handles::_foreach_add_scalar_::call(self_, scalar)
+}
+
+/// `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4394)
+#[inline]
+pub fn _foreach_add_list(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_add_list::call(self_, other, alpha)
+}
+
+/// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4399)
+#[inline]
+pub fn _foreach_add_list_(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<()> {
+    crate::handles::_foreach_add_list_::call(self_, other, alpha)
+}
+
+/// `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4404)
+#[inline]
+pub fn _foreach_mul(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_mul_scalar::call(self_, scalar)
+}
+
+/// `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4409)
+#[inline]
+pub fn _foreach_mul_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
+    crate::handles::_foreach_mul_scalar_::call(self_, scalar)
+}
+
+/// `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4414)
+#[inline]
+pub fn _foreach_mul_list(self_: &[Tensor], other: &[Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_mul_list::call(self_, other)
+}
+
+/// `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4419)
+#[inline]
+pub fn _foreach_mul_list_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
+    crate::handles::_foreach_mul_list_::call(self_, other)
+}
+
+/// `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4424)
+#[inline]
+pub fn _foreach_div(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_div_scalar::call(self_, scalar)
+}
+
+/// `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4429)
+#[inline]
+pub fn _foreach_div_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
+    crate::handles::_foreach_div_scalar_::call(self_, scalar)
+}
+
+/// `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4434)
+#[inline]
+pub fn _foreach_addcmul(
+    self_: &[Tensor],
+    tensor1: &[Tensor],
+    tensor2: &[Tensor],
+    value: Scalar,
+) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_addcmul_scalar::call(self_, tensor1, tensor2, value)
+}
+
+/// `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4439)
+#[inline]
+pub fn _foreach_addcmul_(self_: &[Tensor], tensor1: &[Tensor], tensor2: &[Tensor], value: Scalar) -> Result<()> {
+    crate::handles::_foreach_addcmul_scalar_::call(self_, tensor1, tensor2, value)
+}
+
+/// `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4444)
+#[inline]
+pub fn _foreach_addcdiv(
+    self_: &[Tensor],
+    tensor1: &[Tensor],
+    tensor2: &[Tensor],
+    value: Scalar,
+) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_addcdiv_scalar::call(self_, tensor1, tensor2, value)
+}
+
+/// `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4449)
+#[inline]
+pub fn _foreach_addcdiv_(self_: &[Tensor], tensor1: &[Tensor], tensor2: &[Tensor], value: Scalar) -> Result<()> {
+    crate::handles::_foreach_addcdiv_scalar_::call(self_, tensor1, tensor2, value)
+}
+
+/// `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4454)
+#[inline]
+pub fn _foreach_lerp(self_: &[Tensor], tensors1: &[Tensor], weight: Scalar) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_lerp_scalar::call(self_, tensors1, weight)
+}
+
+/// `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4459)
+#[inline]
+pub fn _foreach_lerp_(self_: &[Tensor], tensors1: &[Tensor], weight: Scalar) -> Result<()> {
+    crate::handles::_foreach_lerp_scalar_::call(self_, tensors1, weight)
+}
+
+/// `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4464)
+#[inline]
+pub fn _foreach_sqrt(self_: &[Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_sqrt::call(self_)
+}
+
+/// `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4469)
+#[inline]
+pub fn _foreach_sqrt_(self_: &[Tensor]) -> Result<()> {
+    crate::handles::_foreach_sqrt_::call(self_)
+}
+
+/// `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4474)
+#[inline]
+pub fn _foreach_neg(self_: &[Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_neg::call(self_)
+}
+
+/// `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4479)
+#[inline]
+pub fn _foreach_neg_(self_: &[Tensor]) -> Result<()> {
+    crate::handles::_foreach_neg_::call(self_)
+}
+
+/// `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4484)
+#[inline]
+pub fn _foreach_maximum(self_: &[Tensor], other: &[Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_maximum_list::call(self_, other)
+}
+
+/// `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4489)
+#[inline]
+pub fn _foreach_maximum_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
+    crate::handles::_foreach_maximum_list_::call(self_, other)
+}
+
+/// `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4494)
+#[inline]
+pub fn _foreach_zero_(self_: &[Tensor]) -> Result<()> {
+    crate::handles::_foreach_zero_::call(self_)
+}
+
+/// `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4499)
+#[inline]
+pub fn _foreach_copy_(self_: &[Tensor], src: &[Tensor], non_blocking: bool) -> Result<()> {
+    crate::handles::_foreach_copy_::call(self_, src, non_blocking)
+}
+
+/// `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4504)
+#[inline]
+pub fn _foreach_norm(self_: &[Tensor], ord: Scalar, dtype: Option<ScalarType>) -> Result<Vec<Tensor>> {
+    crate::handles::_foreach_norm_scalar::call(self_, ord, dtype)
+}
+
+/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4509)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_(
     self_: &[Tensor],
@@ -7222,7 +7382,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_(
     crate::handles::_amp_foreach_non_finite_check_and_unscale_::call(self_, found_inf, inv_scale)
 }
 
-/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4388)
+/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4514)
 #[inline]
 pub fn _amp_update_scale_(
     self_: &Tensor,

@@ -975,6 +975,31 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::col_indices::SCHEMA).expect("generated schema parses");
     d.def(handles::to_sparse_csr::SCHEMA).expect("generated schema parses");
     d.def(handles::_to_sparse_csr::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_add_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_add_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_add_list::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_add_list_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_mul_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_mul_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_mul_list::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_mul_list_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_div_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_div_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_addcmul_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_addcmul_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_addcdiv_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_addcdiv_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_lerp_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_lerp_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_sqrt::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_sqrt_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_neg::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_neg_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_maximum_list::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_maximum_list_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_zero_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_copy_::SCHEMA).expect("generated schema parses");
+    d.def(handles::_foreach_norm_scalar::SCHEMA).expect("generated schema parses");
     d.def(handles::_amp_foreach_non_finite_check_and_unscale_::SCHEMA).expect("generated schema parses");
     d.def(handles::_amp_update_scale_::SCHEMA).expect("generated schema parses");
 }
@@ -4383,6 +4408,248 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
             };
             self_.bump_version();
             Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_add_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_add_scalar_::kernel(|ks, self_, scalar| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_add_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    scalar,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_add_list_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_add_list_::kernel(|ks, self_, other, alpha| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_add_list_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    alpha,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_mul_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_mul_scalar_::kernel(|ks, self_, scalar| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_mul_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    scalar,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_mul_list_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_mul_list_::kernel(|ks, self_, other| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_mul_list_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_div_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_div_scalar_::kernel(|ks, self_, scalar| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_div_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    scalar,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_addcmul_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_addcmul_scalar_::kernel(|ks, self_, tensor1, tensor2, value| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_addcmul_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    tensor1,
+                    tensor2,
+                    value,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_addcdiv_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_addcdiv_scalar_::kernel(|ks, self_, tensor1, tensor2, value| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_addcdiv_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    tensor1,
+                    tensor2,
+                    value,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_lerp_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_lerp_scalar_::kernel(|ks, self_, tensors1, weight| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_lerp_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    tensors1,
+                    weight,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_sqrt_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_sqrt_::kernel(|ks, self_| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_sqrt_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_neg_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_neg_::kernel(|ks, self_| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_neg_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_maximum_list_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_maximum_list_::kernel(|ks, self_, other| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_maximum_list_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_zero_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_zero_::kernel(|ks, self_| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_zero_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_copy_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_foreach_copy_::kernel(|ks, self_, src, non_blocking| {
+            {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_foreach_copy_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    src,
+                    non_blocking,
+                )?;
+            };
+            for t in self_.iter() {
+                t.bump_version();
+            }
+            Ok(())
         }),
     )
     .expect("generated registration");
@@ -11811,6 +12078,194 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::to_sparse_csr::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::to_sparse_csr::kernel(|_ks, self_, dense_dim| crate::native::sparse::to_sparse_csr(self_, dense_dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_add_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_add_scalar::kernel(|_ks, self_, scalar| {
+            crate::native::foreach::foreach_add_scalar(self_, scalar)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_add_scalar_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_add_scalar_::kernel(|_ks, self_, scalar| {
+            crate::native::foreach::foreach_add_scalar_(self_, scalar)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_add_list::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_add_list::kernel(|_ks, self_, other, alpha| {
+            crate::native::foreach::foreach_add_list(self_, other, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_add_list_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_add_list_::kernel(|_ks, self_, other, alpha| {
+            crate::native::foreach::foreach_add_list_(self_, other, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_mul_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_mul_scalar::kernel(|_ks, self_, scalar| {
+            crate::native::foreach::foreach_mul_scalar(self_, scalar)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_mul_scalar_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_mul_scalar_::kernel(|_ks, self_, scalar| {
+            crate::native::foreach::foreach_mul_scalar_(self_, scalar)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_mul_list::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_mul_list::kernel(|_ks, self_, other| crate::native::foreach::foreach_mul_list(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_mul_list_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_mul_list_::kernel(|_ks, self_, other| {
+            crate::native::foreach::foreach_mul_list_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_div_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_div_scalar::kernel(|_ks, self_, scalar| {
+            crate::native::foreach::foreach_div_scalar(self_, scalar)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_div_scalar_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_div_scalar_::kernel(|_ks, self_, scalar| {
+            crate::native::foreach::foreach_div_scalar_(self_, scalar)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_addcmul_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_addcmul_scalar::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::foreach::foreach_addcmul_scalar(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_addcmul_scalar_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_addcmul_scalar_::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::foreach::foreach_addcmul_scalar_(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_addcdiv_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_addcdiv_scalar::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::foreach::foreach_addcdiv_scalar(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_addcdiv_scalar_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_addcdiv_scalar_::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::foreach::foreach_addcdiv_scalar_(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_lerp_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_lerp_scalar::kernel(|_ks, self_, tensors1, weight| {
+            crate::native::foreach::foreach_lerp_scalar(self_, tensors1, weight)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_lerp_scalar_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_lerp_scalar_::kernel(|_ks, self_, tensors1, weight| {
+            crate::native::foreach::foreach_lerp_scalar_(self_, tensors1, weight)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_sqrt::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_sqrt::kernel(|_ks, self_| crate::native::foreach::foreach_sqrt(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_sqrt_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_sqrt_::kernel(|_ks, self_| crate::native::foreach::foreach_sqrt_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_neg::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_neg::kernel(|_ks, self_| crate::native::foreach::foreach_neg(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_neg_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_neg_::kernel(|_ks, self_| crate::native::foreach::foreach_neg_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_maximum_list::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_maximum_list::kernel(|_ks, self_, other| {
+            crate::native::foreach::foreach_maximum_list(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_maximum_list_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_maximum_list_::kernel(|_ks, self_, other| {
+            crate::native::foreach::foreach_maximum_list_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_zero_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_zero_::kernel(|_ks, self_| crate::native::foreach::foreach_zero_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_copy_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_copy_::kernel(|_ks, self_, src, non_blocking| {
+            crate::native::foreach::foreach_copy_(self_, src, non_blocking)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_foreach_norm_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_foreach_norm_scalar::kernel(|_ks, self_, ord, dtype| {
+            crate::native::foreach::foreach_norm_scalar(self_, ord, dtype)
+        }),
     )
     .expect("generated registration");
 }

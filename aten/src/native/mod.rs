@@ -76,6 +76,7 @@ pub mod cpu;
 pub mod dropout;
 pub mod factory;
 pub mod fft;
+pub mod foreach;
 pub mod indexing;
 pub mod join;
 pub mod lapack;

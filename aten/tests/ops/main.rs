@@ -3,6 +3,7 @@ mod binary;
 mod builders;
 mod catalogue;
 mod conv;
+mod foreach;
 mod front;
 mod fuzz_regressions;
 mod indexing;

@@ -471,3 +471,16 @@ fn long_chains_are_freed_without_deep_recursion() {
     });
     t.unwrap().join().expect("freeing a long graph overflowed the stack");
 }
+
+/// Note [Foreach operators]: a foreach operator's results carry the per-tensor operators'
+/// gradients.
+#[test]
+fn foreach_results_carry_the_per_tensor_gradients() {
+    let (x, y) = (leaf(&[1.0, -2.0], &[2]), leaf(&[3.0], &[1]));
+    let out = ops::_foreach_mul(&[x.clone(), y.clone()], Scalar::Float(3.0)).unwrap();
+    let sums = ops::_foreach_norm(&out, Scalar::Int(1), None).unwrap();
+    ops::add(&sums[0], &sums[1], Scalar::Int(1)).unwrap().backward().unwrap();
+    // d|3x|_1 / dx = 3 sign(x).
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [3.0, -3.0]);
+    assert_eq!(y.grad().unwrap().to_vec::<f64>().unwrap(), [3.0]);
+}
