@@ -1,5 +1,5 @@
-//! Data parallelism in one process over several devices (`torch.nn.DataParallel` and the
-//! `torch.nn.parallel.comm` functions it is built from).
+//! Data parallelism in one process over several devices (`torch.nn.DataParallel`, and
+//! `replicate`, `parallel_apply` and the `torch.nn.parallel.comm` functions).
 //!
 //! Note [DataParallel replicas]: PyTorch's `DataParallel.forward` scatters the input's batch
 //! over the devices, replicates the module once per device (each replica holds its device's
@@ -84,6 +84,83 @@ pub fn gather(outputs: &[Tensor], destination: Device, dim: i64) -> Result<Tenso
         })
         .collect::<Result<Vec<_>>>()?;
     aten::ops::cat(&moved, if scalars { 0 } else { dim })
+}
+
+/// `torch.nn.parallel.replicate` of a clonable module: one copy per device, each holding that
+/// device's copies of the parameters (differentiable: their gradients flow back to `module`'s
+/// own parameters and add up there) and of the buffers (without history). A copy for the
+/// device the module is on shares its tensors. [`DataParallel`] needs no clone (Note
+/// [DataParallel replicas]); this is for modules that are `Clone` (every layer is; a
+/// `Sequential` of boxed children is not).
+pub fn replicate<M: Module + Clone>(module: &M, devices: &[Device]) -> Result<Vec<M>> {
+    devices
+        .iter()
+        .map(|&d| {
+            let mut replica = module.clone();
+            let mut failed = None;
+            replica.visit_tensors_mut("", &mut |_, m| {
+                if failed.is_some() {
+                    return;
+                }
+                match m {
+                    MemberMut::Parameter(p) => match p.tensor().to_device(d) {
+                        Ok(copy) => *p = Parameter::replica(copy),
+                        Err(e) => failed = Some(e),
+                    },
+                    MemberMut::Buffer(b) => {
+                        let copy = {
+                            let _g = autograd::no_grad();
+                            b.tensor().to_device(d)
+                        };
+                        match copy {
+                            Ok(copy) => b.set(copy),
+                            Err(e) => failed = Some(e),
+                        }
+                    }
+                    MemberMut::Module(_) => {}
+                }
+            });
+            failed.map_or(Ok(replica), Err)
+        })
+        .collect()
+}
+
+/// `torch.nn.parallel.parallel_apply`: `modules[k]` on `inputs[k]`, each on a thread of its own
+/// with the input's CUDA device current, the caller's grad mode and its CUDA autocast state
+/// (as PyTorch's threads take them); the outputs in order, or the first error.
+pub fn parallel_apply<M: Forward>(modules: &[M], inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    if modules.len() != inputs.len() {
+        return Err(Error::invalid(
+            "parallel_apply",
+            format!("The number of modules {} is not equal to the number of inputs {}", modules.len(), inputs.len()),
+        ));
+    }
+    let grad_enabled = autograd::is_grad_enabled();
+    let cuda = DeviceType::Cuda;
+    let autocast = aten::autocast::is_enabled(cuda).then(|| aten::autocast::get_dtype(cuda));
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = modules
+            .iter()
+            .zip(inputs)
+            .map(|(m, x)| {
+                scope.spawn(move || {
+                    let _grad = autograd::set_grad_enabled(grad_enabled);
+                    if x.device().ty == cuda {
+                        c10::stream::device_guard_impl(cuda)?.set_device(x.device())?;
+                    }
+                    let _autocast = match autocast {
+                        Some(dtype) => Some(aten::autocast::AutocastGuard::new(cuda, Some(dtype))?),
+                        None => None,
+                    };
+                    m.call(x)
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|_| Err(Error::invalid("parallel_apply", "a replica's forward panicked"))))
+            .collect()
+    })
 }
 
 /// `torch.nn.DataParallel`: runs a module on several devices of one process, each on a slice of

@@ -686,3 +686,42 @@ fn data_parallel_on_two_devices_gives_the_single_device_gradients() {
     let e = DataParallel::new(Linear::new(2, 2).unwrap(), Some(&[gpu, gpu1])).err().unwrap().to_string();
     assert!(e.contains("must have its parameters and buffers on device cuda:0 (device_ids[0])"), "{e}");
 }
+
+/// `replicate` and `parallel_apply` (threads, one per device) compose with `scatter` and
+/// `gather` into PyTorch's data-parallel forward: the module's own parameters get the
+/// single-device gradients.
+#[test]
+fn replicate_and_parallel_apply_give_the_single_device_gradients() {
+    use torch::nn::parallel::{gather, parallel_apply, replicate, scatter};
+    use torch::nn::Forward;
+    let gpu = setup();
+    let gpu1 = Device::cuda(1);
+    torch::manual_seed(9);
+    let (mut single, mut net) = twins(|| Linear::new(5, 3).unwrap());
+    single.cuda().unwrap();
+    net.cuda().unwrap();
+    let x = Tensor::from_vec((0..30).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.2).collect::<Vec<_>>(), &[6, 5])
+        .unwrap()
+        .to_device(gpu)
+        .unwrap();
+    let y1 = single.forward(&x).unwrap();
+    ops::sum(&ops::mul(&y1, &y1).unwrap(), None).unwrap().backward().unwrap();
+
+    let replicas = replicate(&net, &[gpu, gpu1]).unwrap();
+    assert!(replicas[0].weight.is_same(&net.weight), "the first replica shares the module's tensors");
+    assert_eq!(replicas[1].weight.device(), gpu1);
+    assert!(!replicas[1].weight.is_leaf(), "a replica's parameter is a copy with history");
+    let chunks = scatter(&x, &[gpu, gpu1], 0).unwrap();
+    let outs = parallel_apply(&replicas, &chunks).unwrap();
+    assert_eq!((outs[0].device(), outs[1].device()), (gpu, gpu1));
+    let y2 = gather(&outs, gpu, 0).unwrap();
+    ops::sum(&ops::mul(&y2, &y2).unwrap(), None).unwrap().backward().unwrap();
+    for (d, s) in net.parameters().iter().zip(single.parameters()) {
+        let (g, w) = (d.grad().unwrap().to_vec::<f32>().unwrap(), s.grad().unwrap().to_vec::<f32>().unwrap());
+        for (a, b) in g.iter().zip(&w) {
+            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{a} vs {b}");
+        }
+    }
+    let e = parallel_apply(&replicas, &chunks[..1]).unwrap_err().to_string();
+    assert!(e.contains("The number of modules 2 is not equal to the number of inputs 1"), "{e}");
+}
