@@ -72,11 +72,6 @@ pub fn find_kernel(name: &str) -> Option<KernelId> {
     kernels().binary_search_by_key(&name, |(n, _)| *n).ok().map(|i| KernelId(i as u32))
 }
 
-/// Whether a kernel named `name` exists.
-pub fn has_kernel(name: &str) -> bool {
-    find_kernel(name).is_some()
-}
-
 /// The number of kernels (every [`KernelId`] is below it).
 pub fn kernel_count() -> usize {
     kernels().len()

@@ -74,8 +74,8 @@ pub(crate) fn fused_adam(
     max: Option<&Tensor>,
     o: &FusedAdam,
 ) -> Result<bool> {
-    let mut all = vec![param, grad, exp_avg, exp_avg_sq];
-    all.extend(max);
+    // amsgrad's maximum stands in for itself or, without amsgrad, repeats the parameter.
+    let all = [param, grad, exp_avg, exp_avg_sq, max.unwrap_or(param)];
     if !qualifies(&all) {
         return Ok(false);
     }
@@ -89,10 +89,11 @@ pub(crate) fn fused_adam(
     args.push(max.map_or(0u64, |m| m.data_ptr() as u64));
     args.push(o.w1).push(o.lerp_low).push(o.beta2).push(o.c2).push(o.eps).push(o.bias_correction2_sqrt);
     args.push(o.neg_step).push(o.decay).push(o.decoupled).push(o.coupled).push(o.maximize);
-    let written: Vec<&Tensor> = [param, exp_avg, exp_avg_sq].into_iter().chain(max).collect();
+    let written = [param, exp_avg, exp_avg_sq, max.unwrap_or(param)];
+    let written = &written[..if max.is_some() { 4 } else { 3 }];
     // SAFETY: fused_adam_<T> takes (int64 n, five T pointers, the last null without amsgrad,
     // double, bool, six doubles, three bools); every tensor qualified above: live, contiguous,
     // n elements of T each.
-    unsafe { launch(id, param, &mut args, &written)? };
+    unsafe { launch(id, param, &mut args, written)? };
     Ok(true)
 }
