@@ -125,13 +125,13 @@ pub(crate) fn suffix(dtype: ScalarType) -> &'static str {
     }
 }
 
-/// The kernel `<base>_<suffix of dtype>`, or PyTorch's "not implemented for" error: found by
-/// name, so only where a [`Family`] or a handle resolves it, once (Note [Kernel handles] in
+/// The index of kernel `<base>_<suffix of dtype>`, if a `.cu` file defines it: found by name,
+/// so only where a [`Family`] or a handle resolves it, once (Note [Kernel handles] in
 /// `aten::native::stub`).
-fn find(op: &str, base: &str, dtype: ScalarType) -> Result<KernelId> {
+fn find(base: &str, dtype: ScalarType) -> Option<u32> {
     // The same set on both drivers: the emulator's table is built from the very `.cu` files
     // nvcc compiles.
-    KernelId::find(&format!("{base}_{}", suffix(dtype))).ok_or_else(|| Error::UnsupportedDtype { op: op.into(), dtype })
+    KernelId::find(&format!("{base}_{}", suffix(dtype))).map(|k| k.index() as u32)
 }
 
 /// `kernel`'s `.cu` kernel for `dtype` (`add_f32` for `add`), resolved at its first use and then
@@ -139,7 +139,7 @@ fn find(op: &str, base: &str, dtype: ScalarType) -> Result<KernelId> {
 #[inline]
 fn for_dtype(kernel: &'static KernelInfo, op: &str, dtype: ScalarType) -> Result<KernelId> {
     kernel
-        .resolve(DeviceType::Cuda, dtype, || find(op, kernel.name(), dtype).ok().map(|k| k.index() as u32))
+        .resolve(DeviceType::Cuda, dtype, || find(kernel.name(), dtype))
         .map(KernelId::from_index)
         .ok_or_else(|| Error::UnsupportedDtype { op: op.into(), dtype })
 }
@@ -161,7 +161,7 @@ impl Family {
     #[inline]
     pub(crate) fn get(&self, op: &str, dtype: ScalarType) -> Result<KernelId> {
         self.ids
-            .get_or_resolve(dtype as usize, || find(op, self.base, dtype).ok().map(|k| k.index() as u32))
+            .get_or_resolve(dtype as usize, || find(self.base, dtype))
             .map(KernelId::from_index)
             .ok_or_else(|| Error::UnsupportedDtype { op: op.into(), dtype })
     }
