@@ -54,64 +54,122 @@ impl Geom {
 // pointers with workers].
 use crate::parallel::SendPtr;
 
-/// One worker's column buffer (`[C * k, L]` from the caching allocator), or none for a
+/// One worker's column buffer: `[C * k, width]` (from the caching allocator) for the output
+/// positions of one block of columns (Note [Blocked convolution columns]), or none for a
 /// pointwise convolution, whose input is already the column matrix.
 struct Columns {
     scratch: Option<Tensor>,
+    width: usize,
 }
 
 impl Columns {
-    fn new(g: &Geom, dtype: ScalarType) -> Result<Columns> {
-        let scratch = if g.is_pointwise() {
-            None
-        } else {
-            Some(Tensor::empty_uninit(&[(g.c * g.k_len() * g.out_len()) as i64], dtype, c10::Device::CPU)?)
-        };
-        Ok(Columns { scratch })
+    /// A buffer for whole images (`width` = L).
+    fn new<T: GemmFloat>(g: &Geom, dtype: ScalarType) -> Result<Columns> {
+        Columns::blocks::<T>(g, dtype, g.out_len(), false)
     }
 
-    /// A buffer for a convolution with one group and a bias (not pointwise): `[C * k + 1, L]`,
-    /// its last row all ones, which `unfold` leaves as it is (Note [Bias as a column of the
-    /// weights]).
-    fn with_ones_row<T: GemmFloat>(g: &Geom, dtype: ScalarType) -> Result<Columns> {
-        let (rows, l) = (g.c * g.k_len(), g.out_len());
-        let buf = Tensor::empty_uninit(&[((rows + 1) * l) as i64], dtype, c10::Device::CPU)?;
-        // SAFETY: the buffer holds (rows + 1) * l elements of T.
-        unsafe { std::slice::from_raw_parts_mut((buf.data_ptr() as *mut T).add(rows * l), l) }.fill(T::one());
-        Ok(Columns { scratch: Some(buf) })
+    /// A buffer for blocks of `width` output positions; with `ones_row` (one group and a bias,
+    /// not pointwise) it has one more row, all ones, which `unfold` leaves as it is (Note [Bias
+    /// as a column of the weights]).
+    fn blocks<T: GemmFloat>(g: &Geom, dtype: ScalarType, width: usize, ones_row: bool) -> Result<Columns> {
+        if g.is_pointwise() {
+            return Ok(Columns { scratch: None, width: g.out_len() });
+        }
+        let rows = g.c * g.k_len() + usize::from(ones_row);
+        let buf = Tensor::empty_uninit(&[(rows * width) as i64], dtype, c10::Device::CPU)?;
+        if ones_row {
+            // SAFETY: the buffer holds rows * width elements of T (the caller's dtype).
+            unsafe { std::slice::from_raw_parts_mut((buf.data_ptr() as *mut T).add((rows - 1) * width), width) }
+                .fill(T::one());
+        }
+        Ok(Columns { scratch: Some(buf), width })
     }
 
-    /// Unfolds the image at `xi` into the buffer and returns the column matrix to multiply
-    /// (the image itself for a pointwise convolution).
+    /// Unfolds output positions `range` (at most `width` of them) of the image at `xi` and
+    /// returns the column matrix to multiply and its row stride (the image itself, from the
+    /// block's first position, for a pointwise convolution).
     ///
     /// # Safety
-    /// `xi` holds one contiguous `[C, *in]` image of `g`, and the buffer was made for `g` with
-    /// the element type `T`; the result is valid until the next call or the drop of `self`.
-    unsafe fn unfold<T: Copy + num_traits::Zero>(&self, g: &Geom, xi: *const T) -> *const T {
+    /// `xi` holds one contiguous `[C, *in]` image of `g`, the buffer was made for `g` with the
+    /// element type `T`, and `range` lies inside `0..L`; the result is valid until the next
+    /// call or the drop of `self`.
+    unsafe fn unfold<T: Copy + num_traits::Zero>(
+        &self,
+        g: &Geom,
+        xi: *const T,
+        range: std::ops::Range<usize>,
+    ) -> (*const T, usize) {
+        debug_assert!(range.len() <= self.width && range.end <= g.out_len());
         match &self.scratch {
             Some(buf) => {
                 let cb = buf.data_ptr() as *mut T;
-                // SAFETY: the caller's contract: xi holds the image; cb holds C*k*L elements.
-                unsafe { im2col(g, xi, cb) };
-                cb
+                // SAFETY: the caller's contract: xi holds the image; cb holds C*k rows of
+                // `width` elements.
+                unsafe { im2col(g, xi, cb, self.width, range) };
+                (cb, self.width)
             }
-            None => xi,
+            // SAFETY: range.start < L, inside the image's first channel.
+            None => (unsafe { xi.add(range.start) }, g.out_len()),
         }
     }
 }
 
-/// Unfolds one image `x` (`[C, D, H, W]`, contiguous) into `cols` (`[C * k, L]`).
+/// Note [Blocked convolution columns]: a forward convolution multiplies the weights `[O, C*k]`
+/// by the unfolded image `[C*k, L]`. Unfolded whole, that matrix outgrows the caches (7 MiB
+/// for a 64-channel 3 x 3 convolution of a 56 x 56 image): the unfolding writes it to memory
+/// and the product reads it back, and a product whose `b` comes from memory ran at 79 GFLOP/s
+/// where the same rows against 512 of its columns ran at 100 (Intel Xeon, AVX-512, one thread).
+/// So each image is unfolded a block of output positions at a time, as many as fill half the
+/// L2 cache (read at run time), and each block is multiplied while it is still there, into its
+/// columns of the output. The (image, block) pairs are the units of work that threads share;
+/// every output element comes from one block's product, with the same order of sums whatever
+/// the number of threads.
+///
+/// Blocks are at least [`MIN_BLOCK_WIDTH`] wide: each block's product packs its share of the
+/// weights again, and a product with more rows than `sgemm`'s `DIRECT_B_MAX_ROWS` packs `b`
+/// in L2-sized pieces anyway (a 256-channel 3 x 3 convolution of 14 x 14 images ran at 77
+/// GFLOP/s in two blocks of 112 positions and at 80-85 as one of 196).
+fn block_width(rows: usize, l: usize, elem: usize) -> usize {
+    let fit = (crate::native::cpu::l2_cache_bytes() / 2) / (rows.max(1) * elem);
+    if fit >= l {
+        return l;
+    }
+    // Blocks of equal width (a multiple of the micro-kernels' 16 or 32 columns), so the last
+    // one is not a sliver.
+    let blocks = l.div_ceil(fit.max(MIN_BLOCK_WIDTH));
+    l.div_ceil(blocks).next_multiple_of(16).min(l)
+}
+
+/// The narrowest block of output positions that [`block_width`] chooses (unless the image has
+/// fewer).
+const MIN_BLOCK_WIDTH: usize = 256;
+
+/// Unfolds output positions `range` of one image `x` (`[C, D, H, W]`, contiguous) into `cols`
+/// (`[C * k, ld]`: row `r` holds the `range` of row `r` of the full `[C * k, L]` matrix).
 ///
 /// # Safety
-/// `x` holds `g.c * g.in_len()` elements and `cols` `g.c * g.k_len() * g.out_len()`.
-unsafe fn im2col<T: Copy + num_traits::Zero>(g: &Geom, x: *const T, cols: *mut T) {
+/// `x` holds `g.c * g.in_len()` elements, `cols` `g.c * g.k_len()` rows of `ld >=
+/// range.len()` elements, and `range` lies inside `0..L`.
+unsafe fn im2col<T: Copy + num_traits::Zero>(
+    g: &Geom,
+    x: *const T,
+    cols: *mut T,
+    ld: usize,
+    range: std::ops::Range<usize>,
+) {
     let [id, ih, iw] = g.input;
-    let [od, oh, ow] = g.out;
+    let [_, oh, ow] = g.out;
     let [kd, kh, kw] = g.kernel;
     let [sd, sh, sw] = g.stride;
     let [pd, ph, pw] = g.pad;
     let [dd, dh, dw] = g.dil;
-    let l = g.out_len();
+    if range.is_empty() || ow == 0 {
+        return;
+    }
+    let zero = |dst: *mut T, n: usize| {
+        // SAFETY: the callers pass n elements inside this row of `cols`.
+        unsafe { std::slice::from_raw_parts_mut(dst, n) }.fill(T::zero())
+    };
     let mut row = 0usize;
     for c in 0..g.c {
         // SAFETY: channel c is inside the image.
@@ -120,47 +178,41 @@ unsafe fn im2col<T: Copy + num_traits::Zero>(g: &Geom, x: *const T, cols: *mut T
             for b in 0..kh {
                 for e in 0..kw {
                     // SAFETY: row < C * k.
-                    let dst_row = unsafe { cols.add(row * l) };
+                    let dst_row = unsafe { cols.add(row * ld) };
                     row += 1;
                     // Output columns whose input column is in range: ow*sw + e*dw - pw in [0, iw).
                     let off = (e * dw) as isize - pw as isize;
                     let lo = if off >= 0 { 0 } else { ((-off) as usize).div_ceil(sw) }.min(ow);
                     let hi = if (iw as isize) <= off { 0 } else { ((iw as isize - off) as usize).div_ceil(sw).min(ow) }
                         .max(lo);
-                    for z in 0..od {
+                    // Output rows t = z * oh + y that meet the range, each from column xa to xb.
+                    for t in range.start / ow..range.end.div_ceil(ow) {
+                        let (z, y) = (t / oh, t % oh);
+                        let xa = range.start.saturating_sub(t * ow);
+                        let xb = ow.min(range.end - t * ow);
+                        // SAFETY: output position t * ow + xa is inside the range.
+                        let dst = unsafe { dst_row.add(t * ow + xa - range.start) };
                         let zi = (z * sd + a * dd) as isize - pd as isize;
-                        for y in 0..oh {
-                            let yi = (y * sh + b * dh) as isize - ph as isize;
-                            // SAFETY: (z, y) row of the output plane inside this cols row.
-                            let dst = unsafe { dst_row.add((z * oh + y) * ow) };
-                            if zi < 0 || zi >= id as isize || yi < 0 || yi >= ih as isize {
-                                for q in 0..ow {
-                                    // SAFETY: q < ow.
-                                    unsafe { *dst.add(q) = T::zero() };
-                                }
-                                continue;
-                            }
-                            // SAFETY: (zi, yi) is a valid input row.
-                            let src = unsafe { xc.add((zi as usize * ih + yi as usize) * iw) };
-                            for q in 0..lo {
-                                // SAFETY: q < ow.
-                                unsafe { *dst.add(q) = T::zero() };
-                            }
+                        let yi = (y * sh + b * dh) as isize - ph as isize;
+                        if zi < 0 || zi >= id as isize || yi < 0 || yi >= ih as isize {
+                            zero(dst, xb - xa);
+                            continue;
+                        }
+                        // SAFETY: (zi, yi) is a valid input row.
+                        let src = unsafe { xc.add((zi as usize * ih + yi as usize) * iw) };
+                        let (cl, ch) = (lo.clamp(xa, xb), hi.clamp(xa, xb));
+                        zero(dst, cl - xa);
+                        // SAFETY: columns ch..xb of this output row lie inside the range.
+                        zero(unsafe { dst.add(ch - xa) }, xb - ch);
+                        // SAFETY: for q in cl..ch, the input column q * sw + off is in [0, iw)
+                        // by the choice of lo/hi, and the destinations are distinct.
+                        unsafe {
                             if sw == 1 {
-                                let start = lo as isize + off;
-                                // SAFETY: input columns start..start+(hi-lo) are in [0, iw) by
-                                // the choice of lo/hi; the destinations are distinct.
-                                unsafe { std::ptr::copy_nonoverlapping(src.offset(start), dst.add(lo), hi - lo) };
+                                std::ptr::copy_nonoverlapping(src.offset(cl as isize + off), dst.add(cl - xa), ch - cl);
                             } else {
-                                for q in lo..hi {
-                                    let xi = (q * sw) as isize + off;
-                                    // SAFETY: xi in [0, iw) by the choice of lo/hi.
-                                    unsafe { *dst.add(q) = *src.offset(xi) };
+                                for q in cl..ch {
+                                    *dst.add(q - xa) = *src.offset((q * sw) as isize + off);
                                 }
-                            }
-                            for q in hi..ow {
-                                // SAFETY: q < ow.
-                                unsafe { *dst.add(q) = T::zero() };
                             }
                         }
                     }
@@ -352,7 +404,6 @@ fn conv_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Te
     let (xp, wp, yp) =
         (SendPtr(x.data_ptr() as *mut T), SendPtr(w.data_ptr() as *mut T), SendPtr(y.data_ptr() as *mut T));
     let threads = rayon::current_num_threads();
-    let by_batch = threads > 1 && g.n >= threads;
     // Note [Bias as a column of the weights]: with one group and a column buffer, the bias is
     // the last column of the weights `[O, C * k + 1]` and the buffer's last row is all ones,
     // so the product writes `W x + b` in one pass. Filling the output with the bias first and
@@ -382,64 +433,63 @@ fn conv_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Te
         None => (wp, kg),
     };
     let bp = if folded.is_some() { None } else { bias.map(|b| SendPtr(b.data_ptr() as *mut T)) };
-    // Images [lo, hi) with one column buffer; `par` is the GEMM's parallelism.
-    let run = |lo: usize, hi: usize, par: Parallelism| -> Result<()> {
-        let columns =
-            if folded.is_some() { Columns::with_ones_row::<T>(g, x.dtype())? } else { Columns::new(g, x.dtype())? };
-        for img in lo..hi {
-            // SAFETY: img < N, so the image offsets are inside x and y.
-            let xi = unsafe { xp.get().add(img * g.c * g.in_len()) };
-            // SAFETY: as above.
-            let yi = unsafe { yp.get().add(img * g.o * l) };
-            // SAFETY: xi holds one [C, *in] image of the contiguous input.
-            let cols = unsafe { columns.unfold(g, xi) };
-            let beta = if let Some(b) = bp {
-                for o in 0..g.o {
-                    // SAFETY: o < O; rows of y are L long.
-                    let v = unsafe { *b.get().add(o) };
-                    // SAFETY: row o of this image's output.
-                    let row = unsafe { std::slice::from_raw_parts_mut(yi.add(o * l), l) };
-                    row.fill(v);
-                }
-                Some(T::one())
-            } else {
-                None
-            };
-            for gi in 0..g.groups {
-                // SAFETY: group gi's blocks of y, w and cols are in range.
-                unsafe {
-                    gemm_one(
-                        og,
-                        l,
-                        kg_used,
-                        MatMut { ptr: yi.add(gi * og * l), rs: l as isize, cs: 1 },
-                        MatRef { ptr: wp.get().add(gi * og * kg_used), rs: kg_used as isize, cs: 1 },
-                        MatRef { ptr: cols.add(gi * kg * l), rs: l as isize, cs: 1 },
-                        T::one(),
-                        beta,
-                        par,
-                    )
-                };
+    // Note [Blocked convolution columns]: units of work are (image, block of output positions).
+    let width = if g.is_pointwise() { l } else { block_width(g.c * g.k_len() + 1, l, std::mem::size_of::<T>()) };
+    let blocks = l.div_ceil(width.max(1));
+    let items = g.n * blocks;
+    let buffer = || Columns::blocks::<T>(g, x.dtype(), width, folded.is_some());
+    // Runs item `it` with the column buffer `columns`; `par` is the GEMM's parallelism.
+    let run = |columns: &Columns, it: usize, par: Parallelism| {
+        let (img, l0) = (it / blocks, (it % blocks) * width);
+        let cols = l0..(l0 + width).min(l);
+        // SAFETY: img < N, so the image offsets are inside x and y.
+        let xi = unsafe { xp.get().add(img * g.c * g.in_len()) };
+        // SAFETY: as above; column l0 of the image's first output row.
+        let yi = unsafe { yp.get().add(img * g.o * l + l0) };
+        // SAFETY: xi holds one [C, *in] image of the contiguous input; the range is inside L
+        // and at most the buffer's width.
+        let (cp, ld) = unsafe { columns.unfold(g, xi, cols.clone()) };
+        let beta = if let Some(b) = bp {
+            for o in 0..g.o {
+                // SAFETY: o < O.
+                let v = unsafe { *b.get().add(o) };
+                // SAFETY: rows of y are L long and this block's columns lie inside them.
+                unsafe { std::slice::from_raw_parts_mut(yi.add(o * l), cols.len()) }.fill(v);
             }
-        }
-        Ok(())
-    };
-    if by_batch {
-        let chunk = g.n.div_ceil(threads);
-        let results: Vec<Result<()>> = {
-            use rayon::prelude::*;
-            (0..threads)
-                .into_par_iter()
-                .map(|t| {
-                    let lo = (t * chunk).min(g.n);
-                    let hi = ((t + 1) * chunk).min(g.n);
-                    run(lo, hi, Parallelism::None)
-                })
-                .collect()
+            Some(T::one())
+        } else {
+            None
         };
-        results.into_iter().collect()
+        for gi in 0..g.groups {
+            // SAFETY: group gi's blocks of y, w and the columns are in range; this item alone
+            // writes these columns of y.
+            unsafe {
+                gemm_one(
+                    og,
+                    cols.len(),
+                    kg_used,
+                    MatMut { ptr: yi.add(gi * og * l), rs: l as isize, cs: 1 },
+                    MatRef { ptr: wp.get().add(gi * og * kg_used), rs: kg_used as isize, cs: 1 },
+                    MatRef { ptr: cp.add(gi * kg * ld), rs: ld as isize, cs: 1 },
+                    T::one(),
+                    beta,
+                    par,
+                )
+            };
+        }
+    };
+    if threads > 1 && items >= threads {
+        use rayon::prelude::*;
+        (0..items).into_par_iter().try_for_each_init(buffer, |columns, it| {
+            let columns = columns.as_ref().map_err(Clone::clone)?;
+            run(columns, it, Parallelism::None);
+            Ok(())
+        })
     } else {
-        run(0, g.n, gemm_parallelism(og, l, kg))
+        let columns = buffer()?;
+        let par = gemm_parallelism(og, width, kg);
+        (0..items).for_each(|it| run(&columns, it, par));
+        Ok(())
     }
 }
 
@@ -947,14 +997,14 @@ fn conv_weight_backward_range<T: GemmFloat>(
     let og = g.o / g.groups;
     let kg = cg * g.k_len();
     let l = g.out_len();
-    let columns = Columns::new(g, dtype)?;
+    let columns = Columns::new::<T>(g, dtype)?;
     for img in lo..hi {
         // SAFETY: img < N, so the image offsets are inside the input and the gradient.
         let xi = unsafe { x.get().add(img * g.c * g.in_len()) };
         // SAFETY: as above.
         let gi = unsafe { gy.get().add(img * g.o * l) };
-        // SAFETY: xi holds one [C, *in] image of the contiguous input.
-        let cols = unsafe { columns.unfold(g, xi) };
+        // SAFETY: xi holds one [C, *in] image of the contiguous input; the buffer is L wide.
+        let (cols, _) = unsafe { columns.unfold(g, xi, 0..l) };
         for gr in 0..g.groups {
             // SAFETY: group gr's blocks of gw, grad and cols are in range; gw is this range's
             // own accumulator.

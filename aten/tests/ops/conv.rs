@@ -113,6 +113,34 @@ fn conv2d_matches_reference() {
     }
 }
 
+/// Convolutions whose unfolded image outgrows half an L2 cache of up to 8 MiB are computed a
+/// block of output positions at a time (Note [Blocked convolution columns]): one group with
+/// the bias folded into the product, and two strided groups with the bias added first. Each
+/// matches the reference, and 1, 2 and 3 threads give the same bits (every output element
+/// comes from one block's product).
+#[test]
+fn blocked_convolutions_match_the_reference_on_any_number_of_threads() {
+    let cases: &[ConvCase] = &[
+        ([2, 64, 48, 48], [8, 64, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+        ([1, 64, 96, 97], [4, 32, 3, 3], [2, 2], [1, 1], [1, 1], 2),
+    ];
+    for (i, &(xs, ws, st, pd, dl, g)) in cases.iter().enumerate() {
+        let (x, w, b) = (rand(&xs, 10 + i as u64), rand(&ws, 20 + i as u64), rand(&[ws[0]], 30 + i as u64));
+        let (want, shape) = naive_conv2d(&x, &w, Some(&b), st, pd, dl, g);
+        // The unfolded image ([C * k + 1, L] f32) is larger than 4 MiB, so it is cut into blocks.
+        assert!((xs[1] * 9 + 1) * shape[2] * shape[3] * 4 > 4 << 20, "case {i} is not blocked");
+        let mut runs = Vec::new();
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let r = pool.install(|| ops::conv2d(&x, &w, Some(&b), &st, &pd, &dl, g)).unwrap();
+            assert_eq!(r.sizes(), &shape[..], "case {i}, {threads} threads");
+            assert_close(&r.to_vec::<f64>().unwrap(), &want, 1e-5);
+            runs.push(r.to_vec::<f32>().unwrap());
+        }
+        assert!(runs.iter().all(|r| r.iter().map(|v| v.to_bits()).eq(runs[0].iter().map(|v| v.to_bits()))), "case {i}");
+    }
+}
+
 #[test]
 fn conv1d_unbatched_bf16_and_same_padding() {
     let x = rand(&[3, 10], 1);

@@ -6,3 +6,31 @@ pub mod loops;
 #[doc(hidden)]
 pub mod sgemm;
 pub mod vec;
+
+/// The size in bytes of one core's level-2 (data or unified) cache, read once from Linux's
+/// `/sys/devices/system/cpu/cpu0/cache`; 1 MiB where that cannot be read (another OS, a
+/// container without sysfs). Blocked loops size their working sets from it.
+pub fn l2_cache_bytes() -> usize {
+    static L2: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *L2.get_or_init(|| read_l2_cache_bytes().unwrap_or(1 << 20))
+}
+
+fn read_l2_cache_bytes() -> Option<usize> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).ok().map(|s| s.trim().to_string());
+        if read("level").as_deref() != Some("2") || read("type").as_deref() == Some("Instruction") {
+            continue;
+        }
+        let size = read("size")?;
+        let (digits, unit) = size.split_at(size.find(|c: char| !c.is_ascii_digit()).unwrap_or(size.len()));
+        let scale = match unit {
+            "" => 1,
+            "K" => 1 << 10,
+            "M" => 1 << 20,
+            _ => return None,
+        };
+        return digits.parse::<usize>().ok().map(|v| v * scale).filter(|&v| v > 0);
+    }
+    None
+}
