@@ -9,7 +9,7 @@
 
 use c10::{Element, Error, Result, Scalar, ScalarType};
 
-use crate::native::cpu::loops::{binary_loop, ternary_loop, unary_kernel_loop, unary_loop, Kernel1};
+use crate::native::cpu::loops::{binary_loop, ternary_loop, unary_kernel_loop, unary_loop, unary_wide_loop, Kernel1};
 use crate::native::cpu::vec::{exp_f32, expm1_f32, log1p_f32};
 use crate::native::opmath::OpMath;
 use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
@@ -567,9 +567,9 @@ macro_rules! f32_kernel_activation {
         if $a.dtype() == ScalarType::F32 {
             let iter = unary_iter($op, $a, false)?;
             if crate::native::unary::fast_with_fma() {
-                unary_kernel_loop::<f32, f32>(&iter, $kernel::<true> { $($field: $value),* });
+                unary_wide_loop::<f32, f32, _>(&iter, $kernel::<true> { $($field: $value),* });
             } else {
-                unary_kernel_loop::<f32, f32>(&iter, $kernel::<false> { $($field: $value),* });
+                unary_kernel_loop::<f32, f32, _>(&iter, $kernel::<false> { $($field: $value),* });
             }
             return iter.output(0);
         }

@@ -3,7 +3,7 @@
 
 use c10::{Element, Error, Result, ScalarType};
 
-use crate::native::cpu::loops::{unary_kernel_loop, unary_loop, Kernel1};
+use crate::native::cpu::loops::{unary_kernel_loop, unary_loop, unary_wide_loop, Kernel1};
 use crate::native::cpu::vec::{
     erf_f32, erfc_f32, exp_f32, expm1_f32, gelu_f32, gelu_tanh_f32, log1p_f32, log_f32, tanh_f32, times_sigmoid_f32,
 };
@@ -173,9 +173,9 @@ impl<Op: UnaryFloatOp, const FMA: bool> Kernel1<f32, f32> for FastF32<Op, FMA> {
 /// Runs `Op::f32_fast` over an f32 iterator, with fused multiply-adds where the CPU has them.
 pub(crate) fn fast_f32_loop<Op: UnaryFloatOp>(iter: &TensorIterator) {
     if fast_with_fma() {
-        unary_kernel_loop::<f32, f32>(iter, FastF32::<Op, true>(std::marker::PhantomData));
+        unary_wide_loop::<f32, f32, _>(iter, FastF32::<Op, true>(std::marker::PhantomData));
     } else {
-        unary_kernel_loop::<f32, f32>(iter, FastF32::<Op, false>(std::marker::PhantomData));
+        unary_kernel_loop::<f32, f32, _>(iter, FastF32::<Op, false>(std::marker::PhantomData));
     }
 }
 

@@ -112,7 +112,7 @@ fn same_slot<O, A>(o: *mut O, a: *const A) -> bool {
 /// # Safety
 /// `o` and `a` address `n` elements each (the output may alias the input).
 #[inline(always)]
-unsafe fn run1<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Kernel1<A, O>) {
+unsafe fn run1<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
     #[inline(always)]
     unsafe fn body<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Kernel1<A, O>) {
         #[inline(always)]
@@ -146,6 +146,66 @@ unsafe fn run1<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl 
     }
     // SAFETY: the caller's contract.
     unsafe { body(o, a, n, kernel) }
+}
+
+// Note [AVX-512 runs for heavy kernels]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The vectorised transcendental bodies (Note [Vectorised transcendentals] in `vec.rs`) hold a
+// dozen polynomial coefficients and intermediate vectors at once. In the AVX2 runs they have
+// 16 ymm registers, so the coefficients are broadcast again from memory on every iteration and
+// values spill; with AVX-512 each iteration covers 16 floats in 32 zmm registers. The exact
+// GELU over 2^24 floats took 93 ms in the AVX2 run on an Intel Xeon with AVX-512 (PyTorch: 67
+// ms). Only the f32 fast kernels take this instantiation (`unary_wide_loop`): for a simple
+// kernel the run is bound by memory, and one more instantiation of every elementwise loop
+// would cost compile time for nothing. The instructions are the same operations on wider
+// vectors, with multiply-adds fused only where the body asks for `mul_add`, so the results are
+// the bits of the AVX2 run, except for the sign and payload of a NaN (softplus of a signalling
+// NaN gives the default NaN here); the accuracy test compares the runs.
+
+/// Whether the CPU runs [`run1_wide`]'s AVX-512 instantiation (asked once, then a load).
+#[inline]
+pub fn use_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512bw")
+            && use_avx2()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// [`run1`] with an AVX-512 instantiation taken where the CPU has it (Note [AVX-512 runs for
+/// heavy kernels]).
+///
+/// # Safety
+/// As [`run1`].
+unsafe fn run1_wide<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+        unsafe fn avx512<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
+            for i in 0..n {
+                // SAFETY: the caller's contract; element i is read before it is written.
+                unsafe { *o.add(i) = kernel.call(*a.add(i)) };
+            }
+        }
+        if use_avx512() {
+            // SAFETY: the CPU has the features; the pointers are the caller's (an aliased input
+            // is element i of the output, read before it is written).
+            return unsafe {
+                if same_slot(o, a) {
+                    avx512(o, o.cast::<A>(), n, kernel)
+                } else {
+                    avx512(o, a, n, kernel)
+                }
+            };
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { run1(o, a, n, kernel) }
 }
 
 /// `out[i] = f(a[i], b[i])` for `i < n`, as [`run1`] (Note [AVX2 elementwise runs]).
@@ -292,7 +352,22 @@ pub fn unary_loop<O: Copy, A: Copy>(iter: &TensorIterator, f: impl Fn(A) -> O + 
 
 /// [`unary_loop`] with a [`Kernel1`]: a kernel type of its own is always inlined into the
 /// vectorised runs (Note [Always-inlined kernels]).
-pub fn unary_kernel_loop<O: Copy, A: Copy>(iter: &TensorIterator, f: impl Kernel1<A, O> + Sync) {
+pub fn unary_kernel_loop<O: Copy, A: Copy, K: Kernel1<A, O> + Sync>(iter: &TensorIterator, f: K) {
+    unary_loop_runs(iter, f, run1::<O, A, K>)
+}
+
+/// [`unary_kernel_loop`] whose contiguous runs also have an AVX-512 instantiation (Note
+/// [AVX-512 runs for heavy kernels]).
+pub fn unary_wide_loop<O: Copy, A: Copy, K: Kernel1<A, O> + Sync>(iter: &TensorIterator, f: K) {
+    unary_loop_runs(iter, f, run1_wide::<O, A, K>)
+}
+
+/// The loop of [`unary_kernel_loop`], with `run` for its contiguous runs (called once per run).
+fn unary_loop_runs<O: Copy, A: Copy, K: Kernel1<A, O> + Sync>(
+    iter: &TensorIterator,
+    f: K,
+    run: unsafe fn(*mut O, *const A, usize, K),
+) {
     let (so, sa) = (size_of::<O>() as isize, size_of::<A>() as isize);
     iter.for_each(|p, s, n| {
         // Note [Kernel closures in registers]: a local copy of the kernel closure `f`. Its captured
@@ -310,7 +385,7 @@ pub fn unary_kernel_loop<O: Copy, A: Copy>(iter: &TensorIterator, f: impl Kernel
                 // of all its instructions.
                 *o = kernel.call(*a);
             } else if s[0] == so && s[1] == sa {
-                run1(o, a, n, kernel);
+                run(o, a, n, kernel);
             } else if s[0] == so && s[1] == 0 {
                 let v = kernel.call(*a);
                 for i in 0..n {
