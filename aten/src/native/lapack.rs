@@ -23,6 +23,7 @@ use faer::linalg::triangular_solve as tri;
 use faer::{Mat, MatMut as FMut, MatRef as FRef, Par};
 use num_traits::{One as _, Zero as _};
 
+use crate::native::linalg::{copy_matrix, MatMut, MatRef};
 use crate::{ops, Tensor};
 
 /// The element types the kernels run in.
@@ -197,14 +198,28 @@ fn mt(t: &Tensor) -> Result<Tensor> {
 /// A faer matrix (column-major) copied from a row-major `m x n` slice.
 fn to_mat<T: Real>(a: &[T], m: usize, n: usize) -> Mat<T> {
     let mut out = Mat::zeros(m, n);
-    transpose_blocked(m, n, |i, j| a[i * n + j], |i, j, v| out[(i, j)] = v);
+    load_into(a, out.as_mut());
     out
+}
+
+/// Copies the row-major slice `a` (`dst`'s shape) into the faer matrix `dst`.
+fn load_into<T: Real>(a: &[T], dst: FMut<'_, T>) {
+    let (m, n) = (dst.nrows(), dst.ncols());
+    assert!(a.len() >= m * n, "a row-major {m} x {n} source");
+    let (ptr, rs, cs) = (dst.as_ptr_mut(), dst.row_stride(), dst.col_stride());
+    // SAFETY: `a` holds m * n elements (checked); `dst` addresses its own m x n elements by
+    // its strides; the two are distinct borrows.
+    unsafe { copy_matrix(m, n, MatRef { ptr: a.as_ptr(), rs: n as isize, cs: 1 }, MatMut { ptr, rs, cs }, false) }
 }
 
 /// Writes a faer matrix row-major into `out` (`nrows * ncols` elements).
 fn store<T: Real>(a: FRef<'_, T>, out: &mut [T]) {
-    let n = a.ncols();
-    transpose_blocked(a.nrows(), n, |i, j| a[(i, j)], |i, j, v| out[i * n + j] = v);
+    let (m, n) = (a.nrows(), a.ncols());
+    assert!(out.len() >= m * n, "a row-major {m} x {n} destination");
+    let src = MatRef { ptr: a.as_ptr(), rs: a.row_stride(), cs: a.col_stride() };
+    // SAFETY: `a` addresses its m x n elements by its strides; `out` holds m * n (checked) and
+    // is a distinct, exclusive borrow.
+    unsafe { copy_matrix(m, n, src, MatMut { ptr: out.as_mut_ptr(), rs: n as isize, cs: 1 }, false) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -249,23 +264,6 @@ pub fn linalg_lu_factor_ex(a: &Tensor, pivot: bool, check_errors: bool) -> Resul
     Ok((lu, pivots, info))
 }
 
-/// Calls `put(i, j, get(i, j))` for every element of an `m x n` matrix, in 32 x 32 tiles: a
-/// copy between a row-major and a column-major layout then touches each cache line of both
-/// once per tile instead of once per element (a column walk of a 512-wide row-major matrix
-/// misses the cache on every element).
-fn transpose_blocked<T>(m: usize, n: usize, get: impl Fn(usize, usize) -> T, mut put: impl FnMut(usize, usize, T)) {
-    const TILE: usize = 32;
-    for i0 in (0..m).step_by(TILE) {
-        for j0 in (0..n).step_by(TILE) {
-            for i in i0..(i0 + TILE).min(m) {
-                for j in j0..(j0 + TILE).min(n) {
-                    put(i, j, get(i, j));
-                }
-            }
-        }
-    }
-}
-
 /// Factors one row-major `m x n` matrix into `out` (L below the diagonal, U on and above it)
 /// and `piv` (1-based row swaps, applied in order); returns LAPACK's `info` (the 1-based index
 /// of the first exactly zero pivot, or 0).
@@ -277,7 +275,7 @@ fn lu_one<T: Real>(a: &[T], m: usize, n: usize, out: &mut [T], piv: &mut [i32]) 
     // Factored in place in one column-major copy (faer's preferred layout), which holds L
     // below the diagonal and U on and above it, as LAPACK's packed result; no separate L and U.
     let mut lu = Mat::<T>::zeros(m, n);
-    transpose_blocked(m, n, |i, j| a[i * n + j], |i, j, v| lu[(i, j)] = v);
+    load_into(a, lu.as_mut());
     // faer's LU is sequential in its panels: at 512 x 512 two threads took 2.38 ms where one
     // took 1.57 ms (W9.solve_512), so it runs on the pool only from 1024 x 1024 up.
     let par = par_for((m * n * k) >> 12);
@@ -288,7 +286,7 @@ fn lu_one<T: Real>(a: &[T], m: usize, n: usize, out: &mut [T], piv: &mut [i32]) 
         let mut mem = MemBuffer::new(factor::lu_in_place_scratch::<usize, T>(m, n, par, Default::default()));
         factor::lu_in_place(lu.as_mut(), &mut fwd, &mut bwd, par, MemStack::new(&mut mem), Default::default());
     }
-    transpose_blocked(m, n, |i, j| lu[(i, j)], |i, j, v| out[i * n + j] = v);
+    store(lu.as_ref(), out);
     // (P A)[i] = A[fwd[i]]: the swaps that bring row fwd[i] to position i, in order.
     let mut at: Vec<usize> = (0..m).collect(); // at[r] = current position of original row r
     let mut row: Vec<usize> = (0..m).collect(); // row[p] = original row now at position p

@@ -324,10 +324,39 @@ unsafe fn copy_row_major<T: GemmFloat>(
     src: MatRef<T>,
     parallel: bool,
 ) -> Option<(Tensor, *const T)> {
-    const BAND: usize = 16;
     let copy = Tensor::empty_uninit(&[rows as i64, cols as i64], T::DTYPE, c10::Device::CPU).ok()?;
     let dst = MatMut { ptr: copy.data_ptr() as *mut T, rs: cols as isize, cs: 1 };
-    let blocks = src.rs == 1 && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && has_avx();
+    // SAFETY: the caller's contract for `src`; `dst` is the fresh rows x cols tensor.
+    unsafe { copy_matrix(rows, cols, src, dst, parallel) };
+    let ptr = copy.data_ptr() as *const T;
+    Some((copy, ptr))
+}
+
+/// Copies the `rows x cols` matrix `src` into `dst`, each with its own strides. Bands of 16
+/// rows go to rayon when `parallel`; an f32 copy between a column-major and a row-major layout
+/// is transposed in 8 x 8 register blocks where the CPU has AVX, any other in 16 x 16 tiles
+/// (either way each cache line of both is touched once per tile, not once per element).
+///
+/// # Safety
+/// `src` and `dst` must address valid elements for every index in range, and must not overlap;
+/// no one else may write `dst` meanwhile.
+pub(crate) unsafe fn copy_matrix<T: Copy + Send + Sync + 'static>(
+    rows: usize,
+    cols: usize,
+    src: MatRef<T>,
+    dst: MatMut<T>,
+    parallel: bool,
+) {
+    const BAND: usize = 16;
+    if dst.cs != 1 && dst.rs == 1 {
+        // A column-major destination: copy the transposes, whose destination is row-major.
+        let (src, dst) =
+            (MatRef { ptr: src.ptr, rs: src.cs, cs: src.rs }, MatMut { ptr: dst.ptr, rs: dst.cs, cs: dst.rs });
+        // SAFETY: the same elements, addressed through the transposes.
+        return unsafe { copy_matrix(cols, rows, src, dst, parallel) };
+    }
+    let blocks =
+        src.rs == 1 && dst.cs == 1 && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && has_avx();
     let band = move |r0: usize| {
         let (src, dst) = (src, dst);
         let r1 = (r0 + BAND).min(rows);
@@ -336,9 +365,10 @@ unsafe fn copy_row_major<T: GemmFloat>(
         for c0 in (0..done).step_by(8) {
             for i0 in [r0, r0 + 8] {
                 let (i0, c0) = (i0 as isize, c0 as isize);
-                // SAFETY: the 8 x 8 block at (i0, c0) is inside both matrices; with rs == 1 the
-                // source block is 8 runs of 8 contiguous f32 (T is f32, checked above), one per
-                // column, `src.cs` apart; AVX is present (checked above).
+                // SAFETY: the 8 x 8 block at (i0, c0) is inside both matrices; with src.rs == 1
+                // the source block is 8 runs of 8 contiguous f32 (T is f32, checked above), one
+                // per column, `src.cs` apart, and with dst.cs == 1 the destination's rows are
+                // runs `dst.rs` apart; AVX is present (checked above).
                 unsafe {
                     transpose8x8_f32(
                         src.base().offset(i0 + c0 * src.cs) as *const f32,
@@ -354,9 +384,11 @@ unsafe fn copy_row_major<T: GemmFloat>(
             for i in r0..r1 {
                 for j in c0..c1 {
                     let (i, j) = (i as isize, j as isize);
-                    // SAFETY: (i, j) is inside both matrices: `src` by the caller's contract,
-                    // `dst` by its allocation; each band writes its own rows.
-                    unsafe { *dst.base().offset(i * dst.rs + j) = *src.base().offset(i * src.rs + j * src.cs) };
+                    // SAFETY: (i, j) is inside both matrices by the caller's contract; each band
+                    // writes its own rows.
+                    unsafe {
+                        *dst.base().offset(i * dst.rs + j * dst.cs) = *src.base().offset(i * src.rs + j * src.cs)
+                    };
                 }
             }
         }
@@ -366,8 +398,6 @@ unsafe fn copy_row_major<T: GemmFloat>(
     } else {
         (0..rows.div_ceil(BAND)).for_each(|b| band(b * BAND));
     }
-    let ptr = copy.data_ptr() as *const T;
-    Some((copy, ptr))
 }
 
 /// Whether the CPU has AVX (the 8 x 8 transpose of [`copy_row_major`]).
