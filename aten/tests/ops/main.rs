@@ -18,5 +18,6 @@ mod random;
 mod reduce;
 mod rnn;
 mod shape_ops;
+mod spectral;
 mod transcendental;
 mod unary;
