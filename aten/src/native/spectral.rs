@@ -28,9 +28,6 @@ pub trait Planned: Real {
     /// Runs `f` with a scratch buffer of `len` elements, kept per thread between calls (a
     /// fresh buffer of a few MB costs its page faults on every transform).
     fn with_scratch(len: usize, f: &mut dyn FnMut(&mut [Complex<Self>]));
-    /// The twiddle factors of a four-step transform of `n1 x n2` points (Note [Four-step
-    /// FFT]), kept for the last few sizes.
-    fn twiddles(n1: usize, n2: usize, direction: FftDirection) -> Arc<Vec<Complex<Self>>>;
 }
 
 macro_rules! planned {
@@ -59,23 +56,6 @@ macro_rules! planned {
                     // Re-entered on this thread (a nested pool task): a buffer of its own.
                     Err(_) => f(&mut vec![Complex::new(0.0, 0.0); len]),
                 })
-            }
-
-            fn twiddles(n1: usize, n2: usize, direction: FftDirection) -> Arc<Vec<Complex<$t>>> {
-                type Kept = Vec<((usize, usize, bool), Arc<Vec<Complex<$t>>>)>;
-                static KEPT: Mutex<Kept> = Mutex::new(Vec::new());
-                let key = (n1, n2, direction == FftDirection::Forward);
-                let kept = |k: &Kept| k.iter().find(|(at, _)| *at == key).map(|(_, t)| t.clone());
-                if let Some(t) = kept(&KEPT.lock().unwrap_or_else(|e| e.into_inner())) {
-                    return t;
-                }
-                let t = Arc::new(twiddle_table::<$t>(n1, n2, direction));
-                let mut k = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-                if k.len() >= KEPT_TWIDDLES {
-                    k.remove(0);
-                }
-                k.push((key, t.clone()));
-                t
             }
         }
     };
@@ -109,13 +89,6 @@ fn parallel(elems: usize) -> bool {
 
 /// The FFT of every run of `n` adjacent elements.
 fn lines<R: Planned>(fft: &Arc<dyn Fft<R>>, data: &mut [Complex<R>], n: usize) {
-    let threads = rayon::current_num_threads();
-    if threads > 1 && data.len() / n < threads {
-        if let Some(n1) = four_step_split(n) {
-            data.chunks_exact_mut(n).for_each(|line| four_step(line, n1, fft.fft_direction()));
-            return;
-        }
-    }
     let scratch_len = fft.get_inplace_scratch_len();
     let run = |chunk: &mut [Complex<R>]| {
         R::with_scratch(scratch_len, &mut |scratch| fft.process_with_scratch(chunk, scratch))
@@ -171,85 +144,6 @@ fn columns<R: Planned>(fft: &Arc<dyn Fft<R>>, data: &mut [Complex<R>], n: usize,
     } else {
         (0..tasks).for_each(task);
     }
-}
-
-// Note [Four-step FFT]
-// ~~~~~~~~~~~~~~~~~~~~
-// One long transform is one call into rustfft, on one thread: `fft_1M` (2^20 complex64
-// points) took as long on two threads as on one, where PyTorch's MKL gains 1.5x. With
-// n = n1 n2 and the signal read as an n1 x n2 row-major matrix (x[j1 n2 + j2]), the transform
-// is (Bailey's four steps):
-//   1. the FFT of length n1 down each column (`columns`: staged, split over the pool);
-//   2. element (k1, j2) times w^(k1 j2), w = e^(-+2 pi i / n) (the sign is the direction's);
-//   3. the FFT of length n2 along each row (split over the pool, fused with step 2);
-//   4. the transpose: X[k1 + n1 k2] is element (k1, k2).
-// Each step is a set of small transforms or a pass over memory that threads share. The
-// twiddle factors are computed in double precision from the exact exponent (k1 j2 mod n), once
-// per size (`Planned::twiddles` keeps the last KEPT_TWIDDLES sizes, as rustfft keeps its
-// plans). It runs for a line of at least FOUR_STEP_MIN points with a factor n1 near sqrt(n),
-// when fewer lines than threads would leave threads idle; one thread keeps rustfft's own plan.
-
-/// The shortest line [`four_step`] transforms.
-const FOUR_STEP_MIN: usize = 1 << 16;
-
-/// How many sizes' twiddle tables [`Planned::twiddles`] keeps.
-const KEPT_TWIDDLES: usize = 4;
-
-/// The rows of a four-step transform of `n` points: the largest divisor of `n` at most
-/// sqrt(n), if both factors are at least 32 and `n` is at least [`FOUR_STEP_MIN`].
-fn four_step_split(n: usize) -> Option<usize> {
-    if n < FOUR_STEP_MIN {
-        return None;
-    }
-    let mut d = (n as f64).sqrt() as usize;
-    while d * d > n {
-        d -= 1;
-    }
-    (32..=d).rev().find(|&d| n % d == 0)
-}
-
-/// `w^(k1 j2)` at `[k1][j2]` for an `n1 x n2` four-step transform (Note [Four-step FFT]).
-fn twiddle_table<R: Real>(n1: usize, n2: usize, direction: FftDirection) -> Vec<Complex<R>> {
-    let n = n1 * n2;
-    let sign = if direction == FftDirection::Forward { -1.0 } else { 1.0 };
-    let step = sign * 2.0 * std::f64::consts::PI / n as f64;
-    let mut t = vec![Complex::new(R::zero(), R::zero()); n];
-    t.par_chunks_mut(n2).enumerate().for_each(|(k1, row)| {
-        for (j2, w) in row.iter_mut().enumerate() {
-            let (s, c) = (step * ((k1 * j2) % n) as f64).sin_cos();
-            *w = Complex::new(<R as c10::Element>::from_f64(c), <R as c10::Element>::from_f64(s));
-        }
-    });
-    t
-}
-
-/// Transforms one line of `n1 * n2` points in place by Note [Four-step FFT], on the pool.
-fn four_step<R: Planned>(line: &mut [Complex<R>], n1: usize, direction: FftDirection) {
-    let (n, n2) = (line.len(), line.len() / n1);
-    columns(&R::plan(n1, direction), line, n1, n2);
-    let tw = R::twiddles(n1, n2, direction);
-    let fft = R::plan(n2, direction);
-    let scratch_len = fft.get_inplace_scratch_len();
-    line.par_chunks_mut(n2).zip(tw.par_chunks(n2)).with_min_len(4).for_each(|(row, w)| {
-        row.iter_mut().zip(w).for_each(|(z, w)| *z = *z * *w);
-        R::with_scratch(scratch_len, &mut |scratch| fft.process_with_scratch(row, scratch));
-    });
-    // The transpose, through a copy: out[k2][k1] = line[k1][k2], in tiles of 16 x 16 so each
-    // cache line of both is touched once per tile.
-    const TILE: usize = 16;
-    let mut out = vec![Complex::new(R::zero(), R::zero()); n];
-    let src: &[Complex<R>] = line;
-    out.par_chunks_mut(TILE * n1).enumerate().for_each(|(b, rows)| {
-        let k2_0 = b * TILE;
-        for k1_0 in (0..n1).step_by(TILE) {
-            for (r, dst) in rows.chunks_exact_mut(n1).enumerate() {
-                for k1 in k1_0..(k1_0 + TILE).min(n1) {
-                    dst[k1] = src[k1 * n2 + k2_0 + r];
-                }
-            }
-        }
-    });
-    line.par_chunks_mut(1 << 14).zip(out.par_chunks(1 << 14)).for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 /// A pointer the column tasks share; each writes only its own elements.

@@ -18,6 +18,5 @@ mod random;
 mod reduce;
 mod rnn;
 mod shape_ops;
-mod spectral;
 mod transcendental;
 mod unary;
