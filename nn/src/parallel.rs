@@ -86,6 +86,46 @@ pub fn gather(outputs: &[Tensor], destination: Device, dim: i64) -> Result<Tenso
     aten::ops::cat(&moved, if scalars { 0 } else { dim })
 }
 
+/// A tensor of a module that [`to_device_copies`] replaced.
+enum Replaced {
+    Parameter(Parameter),
+    Buffer(Tensor),
+}
+
+/// Replaces every parameter of `module` with a copy on `device` that keeps its history (its
+/// gradient flows back to the replaced parameter) and every buffer with a copy without history;
+/// returns the replaced tensors in visiting order and the first error, after which nothing more
+/// is replaced. Shared by [`replicate`] and [`DataParallel`]'s swap.
+fn to_device_copies<M: Module + ?Sized>(module: &mut M, device: Device) -> (Vec<Replaced>, Option<Error>) {
+    let (mut replaced, mut failed) = (Vec::new(), None);
+    module.visit_tensors_mut("", &mut |_, m| {
+        if failed.is_some() {
+            return;
+        }
+        match m {
+            MemberMut::Parameter(p) => match p.tensor().to_device(device) {
+                Ok(copy) => replaced.push(Replaced::Parameter(std::mem::replace(p, Parameter::replica(copy)))),
+                Err(e) => failed = Some(e),
+            },
+            MemberMut::Buffer(b) => {
+                let copy = {
+                    let _g = autograd::no_grad();
+                    b.tensor().to_device(device)
+                };
+                match copy {
+                    Ok(copy) => {
+                        replaced.push(Replaced::Buffer(b.tensor().clone()));
+                        b.set(copy);
+                    }
+                    Err(e) => failed = Some(e),
+                }
+            }
+            MemberMut::Module(_) => {}
+        }
+    });
+    (replaced, failed)
+}
+
 /// `torch.nn.parallel.replicate` of a clonable module: one copy per device, each holding that
 /// device's copies of the parameters (differentiable: their gradients flow back to `module`'s
 /// own parameters and add up there) and of the buffers (without history). A copy for the
@@ -97,29 +137,7 @@ pub fn replicate<M: Module + Clone>(module: &M, devices: &[Device]) -> Result<Ve
         .iter()
         .map(|&d| {
             let mut replica = module.clone();
-            let mut failed = None;
-            replica.visit_tensors_mut("", &mut |_, m| {
-                if failed.is_some() {
-                    return;
-                }
-                match m {
-                    MemberMut::Parameter(p) => match p.tensor().to_device(d) {
-                        Ok(copy) => *p = Parameter::replica(copy),
-                        Err(e) => failed = Some(e),
-                    },
-                    MemberMut::Buffer(b) => {
-                        let copy = {
-                            let _g = autograd::no_grad();
-                            b.tensor().to_device(d)
-                        };
-                        match copy {
-                            Ok(copy) => b.set(copy),
-                            Err(e) => failed = Some(e),
-                        }
-                    }
-                    MemberMut::Module(_) => {}
-                }
-            });
+            let (_, failed) = to_device_copies(&mut replica, d);
             failed.map_or(Ok(replica), Err)
         })
         .collect()
@@ -272,37 +290,7 @@ impl<M: Module + Forward> DataParallel<M> {
     /// The module's forward on `chunk` with its parameters and buffers swapped for copies on
     /// `device` (parameters with their history, buffers without), swapped back afterwards.
     fn replica_forward(&mut self, device: Device, chunk: &Tensor) -> Result<Tensor> {
-        enum Saved {
-            Parameter(Parameter),
-            Buffer(Tensor),
-        }
-        let mut saved: Vec<Saved> = Vec::new();
-        let mut failed = None;
-        self.module.visit_tensors_mut("", &mut |_, m| {
-            if failed.is_some() {
-                return;
-            }
-            match m {
-                MemberMut::Parameter(p) => match p.tensor().to_device(device) {
-                    Ok(copy) => saved.push(Saved::Parameter(std::mem::replace(p, Parameter::replica(copy)))),
-                    Err(e) => failed = Some(e),
-                },
-                MemberMut::Buffer(b) => {
-                    let copy = {
-                        let _g = autograd::no_grad();
-                        b.tensor().to_device(device)
-                    };
-                    match copy {
-                        Ok(copy) => {
-                            saved.push(Saved::Buffer(b.tensor().clone()));
-                            b.set(copy);
-                        }
-                        Err(e) => failed = Some(e),
-                    }
-                }
-                MemberMut::Module(_) => {}
-            }
-        });
+        let (saved, failed) = to_device_copies(&mut self.module, device);
         let out = match failed {
             Some(e) => Err(e),
             None => self.module.call(chunk),
@@ -310,8 +298,8 @@ impl<M: Module + Forward> DataParallel<M> {
         // The module's own tensors back, in the same visiting order (only those swapped).
         let mut back = saved.into_iter();
         self.module.visit_tensors_mut("", &mut |_, m| match (m, back.next()) {
-            (MemberMut::Parameter(p), Some(Saved::Parameter(orig))) => *p = orig,
-            (MemberMut::Buffer(b), Some(Saved::Buffer(orig))) => b.set(orig),
+            (MemberMut::Parameter(p), Some(Replaced::Parameter(orig))) => *p = orig,
+            (MemberMut::Buffer(b), Some(Replaced::Buffer(orig))) => b.set(orig),
             _ => {}
         });
         out

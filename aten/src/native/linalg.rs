@@ -312,9 +312,8 @@ fn packed_isa<T: GemmFloat>(m: usize, n: usize, k: usize, b_row_major: bool) -> 
 }
 
 /// A row-major copy of the `rows x cols` matrix `src` in a fresh tensor (None if it cannot be
-/// allocated: the product then reads `src` by its strides), and the copy's first element.
-/// Bands of 16 rows go to rayon when `parallel`; a column-major f32 source is transposed in
-/// 8 x 8 register blocks where the CPU has AVX, any other source is copied in 16 x 16 tiles.
+/// allocated: the product then reads `src` by its strides), and the copy's first element, by
+/// [`copy_matrix`] (on rayon when `parallel`).
 ///
 /// # Safety
 /// `src` must address valid elements for every index in range.

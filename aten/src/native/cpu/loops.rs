@@ -113,31 +113,12 @@ fn same_slot<O, A>(o: *mut O, a: *const A) -> bool {
 /// `o` and `a` address `n` elements each (the output may alias the input).
 #[inline(always)]
 unsafe fn run1<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
-    #[inline(always)]
-    unsafe fn body<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Kernel1<A, O>) {
-        #[inline(always)]
-        unsafe fn each<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Kernel1<A, O>) {
-            for i in 0..n {
-                // SAFETY: the caller's contract; element i is read before it is written.
-                unsafe { *o.add(i) = kernel.call(*a.add(i)) };
-            }
-        }
-        // Note [In-place runs]: an aliased input is read through the output's own pointer.
-        // SAFETY: the caller's contract.
-        unsafe {
-            if same_slot(o, a) {
-                each(o, o.cast::<A>(), n, kernel)
-            } else {
-                each(o, a, n, kernel)
-            }
-        }
-    }
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Kernel1<A, O>) {
+        unsafe fn avx2<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
             // SAFETY: the caller's contract.
-            unsafe { body(o, a, n, kernel) }
+            unsafe { run1_body(o, a, n, kernel) }
         }
         if use_avx2() {
             // SAFETY: the CPU has AVX2; the pointers are the caller's.
@@ -145,7 +126,31 @@ unsafe fn run1<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: us
         }
     }
     // SAFETY: the caller's contract.
-    unsafe { body(o, a, n, kernel) }
+    unsafe { run1_body(o, a, n, kernel) }
+}
+
+/// The loop of [`run1`] and [`run1_wide`], inlined into each instantiation.
+///
+/// # Safety
+/// As [`run1`].
+#[inline(always)]
+unsafe fn run1_body<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
+    #[inline(always)]
+    unsafe fn each<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
+        for i in 0..n {
+            // SAFETY: the caller's contract; element i is read before it is written.
+            unsafe { *o.add(i) = kernel.call(*a.add(i)) };
+        }
+    }
+    // Note [In-place runs]: an aliased input is read through the output's own pointer.
+    // SAFETY: the caller's contract.
+    unsafe {
+        if same_slot(o, a) {
+            each(o, o.cast::<A>(), n, kernel)
+        } else {
+            each(o, a, n, kernel)
+        }
+    }
 }
 
 // Note [AVX-512 runs for heavy kernels]
@@ -187,21 +192,12 @@ unsafe fn run1_wide<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, 
     {
         #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
         unsafe fn avx512<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
-            for i in 0..n {
-                // SAFETY: the caller's contract; element i is read before it is written.
-                unsafe { *o.add(i) = kernel.call(*a.add(i)) };
-            }
+            // SAFETY: the caller's contract.
+            unsafe { run1_body(o, a, n, kernel) }
         }
         if use_avx512() {
-            // SAFETY: the CPU has the features; the pointers are the caller's (an aliased input
-            // is element i of the output, read before it is written).
-            return unsafe {
-                if same_slot(o, a) {
-                    avx512(o, o.cast::<A>(), n, kernel)
-                } else {
-                    avx512(o, a, n, kernel)
-                }
-            };
+            // SAFETY: the CPU has the features; the pointers are the caller's.
+            return unsafe { avx512(o, a, n, kernel) };
         }
     }
     // SAFETY: the caller's contract.
