@@ -23,9 +23,9 @@ use nn::{Buffer, Parameter, PtArchive};
 use schema::{DefaultValue, FunctionSchema, Type};
 
 use crate::interpreter::{fit, memory_format_code, overloads_of};
-use crate::ir::{Constant, Graph, ValueId};
+use crate::ir::{BlockId, Constant, Graph, ValueId};
 use crate::module::ScriptModule;
-use crate::script::{parse_file, Class, Expr, Method, Stmt};
+use crate::script::{parse_source, BinOp, Class, Expr, Method};
 use crate::types::JitType;
 
 fn load_error(archive: &PtArchive, msg: impl std::fmt::Display) -> Error {
@@ -33,46 +33,72 @@ fn load_error(archive: &PtArchive, msg: impl std::fmt::Display) -> Error {
 }
 
 /// A module of the tree.
-struct ModInfo {
+pub(crate) struct ModInfo {
     /// The dotted path from the root (`""` for the root).
-    path: String,
+    pub(crate) path: String,
     /// Its class's code.
-    class: Rc<Class>,
+    pub(crate) class: Rc<Class>,
     /// Its attributes.
-    state: Dict,
+    pub(crate) state: Dict,
 }
 
 /// What a name or expression stands for while compiling.
-#[derive(Clone)]
-enum Sym {
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Sym {
     Value(ValueId),
     Module(usize),
     Tuple(Vec<Sym>),
-    /// `torch`, `ops.prim`, `torch.linear`, ... (resolved when called).
+    /// `torch`, `ops.prim`, `torch.linear`, a function's name, ... (resolved when called).
     Global(String),
+    /// A name that may not be read, and why (assigned in one branch of an `if` only, or with
+    /// different types in the two).
+    Undefined(String),
 }
 
-struct Importer<'a> {
-    archive: &'a mut PtArchive,
-    graph: Graph,
-    mods: Vec<ModInfo>,
-    classes: HashMap<String, Rc<Class>>,
+/// A call's compiled positional and keyword arguments.
+type CallArgs = (Vec<Sym>, Vec<(String, Sym)>);
+
+/// The names in scope while compiling a function body.
+pub(crate) type Env = HashMap<String, Sym>;
+
+/// The compiler from TorchScript source to a graph (Note [Calls in TorchScript code], Note
+/// [Control flow in the emitter] in `emit.rs`).
+pub(crate) struct Importer<'a> {
+    /// The archive the code comes from (`None` for `jit::script`).
+    pub(crate) archive: Option<&'a mut PtArchive>,
+    /// What errors name: the archive's path or the source's name.
+    pub(crate) origin: String,
+    /// The operation errors are reported for (`jit::load`, `jit::script`).
+    pub(crate) op: &'static str,
+    pub(crate) graph: Graph,
+    pub(crate) mods: Vec<ModInfo>,
+    pub(crate) classes: HashMap<String, Rc<Class>>,
+    /// Functions by name (`jit::script`'s own, or `__torch__.mod.f` from an archive's code).
+    pub(crate) functions: HashMap<String, Rc<Method>>,
     /// `fc1.weight` → its graph input.
-    tensors: HashMap<String, ValueId>,
-    constants: Vec<usize>,
+    pub(crate) tensors: HashMap<String, ValueId>,
+    pub(crate) constants: Vec<usize>,
     /// How many submodule `forward`s are being inlined, one inside the other.
-    inlined: usize,
+    pub(crate) inlined: usize,
     /// The recursion of the compiler: expressions being compiled plus inlined methods (see
     /// Note [Nesting limits]).
-    nesting: usize,
+    pub(crate) nesting: usize,
+    /// The block nodes are appended to.
+    pub(crate) cur: BlockId,
+    /// Where the statement being compiled is (`code/__torch__.py:12`), for errors.
+    pub(crate) at: String,
+    /// The source of the function being compiled (what `at` names).
+    pub(crate) src: String,
+    /// Whether the statements being compiled are in a loop's body (of this function).
+    pub(crate) in_loop: bool,
 }
 
 /// How many submodules may be inlined one inside the other (the module tree's depth).
-const MAX_MODULE_DEPTH: usize = 64;
-/// How deep the compiler may recurse over expressions and inlined methods together (see Note
-/// [Nesting limits]): an expression nests at most `script::MAX_EXPR_DEPTH` levels, and each
-/// inlined call adds the depth of its call site.
-const MAX_COMPILE_DEPTH: usize = 400;
+pub(crate) const MAX_MODULE_DEPTH: usize = 64;
+/// How deep the compiler may recurse over expressions, blocks and inlined methods together
+/// (see Note [Nesting limits]): an expression nests at most `script::MAX_EXPR_DEPTH` levels,
+/// and each inlined call adds the depth of its call site.
+pub(crate) const MAX_COMPILE_DEPTH: usize = 400;
 /// How many modules a tree may have; a shared submodule counts once per path to it, so a
 /// crafted `data.pkl` sharing one object under two names at every level would otherwise
 /// describe 2^64 modules.
@@ -83,7 +109,7 @@ fn qualified_name(o: &Object) -> String {
     format!("{}.{}", c.module(), c.name())
 }
 
-fn join(prefix: &str, name: &str) -> String {
+pub(crate) fn join(prefix: &str, name: &str) -> String {
     if prefix.is_empty() {
         name.to_string()
     } else {
@@ -91,9 +117,221 @@ fn join(prefix: &str, name: &str) -> String {
     }
 }
 
+/// Names that stand for themselves when nothing in scope has them.
+const GLOBALS: [&str; 24] = [
+    "torch",
+    "ops",
+    "CONSTANTS",
+    "int",
+    "float",
+    "bool",
+    "len",
+    "range",
+    "enumerate",
+    "zip",
+    "min",
+    "max",
+    "isinstance",
+    "getattr",
+    "annotate",
+    "unchecked_cast",
+    "uninitialized",
+    "print",
+    "math",
+    "F",
+    "__torch__",
+    "abs",
+    "str",
+    "Tensor",
+];
+
+/// The aten operator a binary operator on tensors calls.
+pub(crate) fn tensor_op(op: BinOp) -> Option<&'static str> {
+    use BinOp::*;
+    Some(match op {
+        Add => "add",
+        Sub => "sub",
+        Mul => "mul",
+        Div => "div",
+        FloorDiv => "floor_divide",
+        Mod => "remainder",
+        Pow => "pow",
+        MatMul => "matmul",
+        BitAnd => "bitwise_and",
+        BitOr => "bitwise_or",
+        BitXor => "bitwise_xor",
+        LShift => "bitwise_left_shift",
+        RShift => "bitwise_right_shift",
+        Lt => "lt",
+        Le => "le",
+        Gt => "gt",
+        Ge => "ge",
+        Eq => "eq",
+        Ne => "ne",
+        Is | IsNot | In | NotIn => return None,
+    })
+}
+
+/// The interpreter's builtin for a binary operator on numbers (`aten::add` of two ints).
+fn number_op(op: BinOp) -> Option<&'static str> {
+    use BinOp::*;
+    Some(match op {
+        Add => "add",
+        Sub => "sub",
+        Mul => "mul",
+        Div => "div",
+        FloorDiv => "floordiv",
+        Mod => "remainder",
+        Pow => "pow",
+        Lt => "lt",
+        Le => "le",
+        Gt => "gt",
+        Ge => "ge",
+        Eq => "eq",
+        Ne => "ne",
+        BitAnd => "__and__",
+        BitOr => "__or__",
+        _ => return None,
+    })
+}
+
+fn is_number(t: &JitType) -> bool {
+    matches!(t, JitType::Int | JitType::Float | JitType::Bool | JitType::Number)
+}
+
+/// The type of a builtin number operation's result.
+fn number_result(name: &str, a: &JitType, b: &JitType) -> JitType {
+    let int = |t: &JitType| matches!(t, JitType::Int | JitType::Bool);
+    match name {
+        "lt" | "le" | "gt" | "ge" | "eq" | "ne" => JitType::Bool,
+        "__and__" | "__or__" if *a == JitType::Bool && *b == JitType::Bool => JitType::Bool,
+        "div" => JitType::Float,
+        _ if *a == JitType::Number || *b == JitType::Number => JitType::Number,
+        _ if int(a) && int(b) => JitType::Int,
+        _ => JitType::Float,
+    }
+}
+
+/// The type two values of types `a` and `b` merge into (the outputs of an `If` whose branches
+/// give them), or `None` when they do not (an `int` and a `Tensor`).
+pub(crate) fn unify(a: &JitType, b: &JitType) -> Option<JitType> {
+    match (a, b) {
+        (a, b) if a == b => Some(a.clone()),
+        (JitType::Tensor(_), JitType::Tensor(_)) => Some(JitType::tensor()),
+        (JitType::None, JitType::Optional(t)) | (JitType::Optional(t), JitType::None) => {
+            Some(JitType::Optional(t.clone()))
+        }
+        (JitType::None, t) | (t, JitType::None) => Some(JitType::Optional(Box::new(t.clone()))),
+        (JitType::Optional(x), y) | (y, JitType::Optional(x)) => unify(x, y).map(|t| JitType::Optional(Box::new(t))),
+        (JitType::List(x), JitType::List(y)) => unify(x, y).map(|t| JitType::List(Box::new(t))),
+        (JitType::Tuple(xs), JitType::Tuple(ys)) if xs.len() == ys.len() => {
+            xs.iter().zip(ys).map(|(x, y)| unify(x, y)).collect::<Option<Vec<_>>>().map(JitType::Tuple)
+        }
+        _ => None,
+    }
+}
+
+/// The IR type a TorchScript annotation names (`Optional[Tensor]`, `List[int]`, `Tuple[int,
+/// Tensor]`), or `None` for one the compiler does not model.
+pub(crate) fn annotation_type(e: &Expr) -> Option<JitType> {
+    Some(match e {
+        Expr::Name(n) => match n.as_str() {
+            "Tensor" => JitType::tensor(),
+            "int" => JitType::Int,
+            "float" => JitType::Float,
+            "bool" => JitType::Bool,
+            "str" => JitType::Str,
+            "number" => JitType::Number,
+            "Device" => JitType::Device,
+            _ => return None,
+        },
+        Expr::None => JitType::None,
+        Expr::Attr(base, n) if n == "Tensor" && **base == Expr::Name("torch".into()) => JitType::tensor(),
+        Expr::Subscript(outer, inner) => {
+            let Expr::Name(o) = outer.as_ref() else { return None };
+            let items: Vec<&Expr> = match inner.as_ref() {
+                Expr::Tuple(items) => items.iter().collect(),
+                one => vec![one],
+            };
+            match (o.as_str(), items.as_slice()) {
+                ("Optional", [t]) => JitType::Optional(Box::new(annotation_type(t)?)),
+                ("List", [t]) => JitType::List(Box::new(annotation_type(t)?)),
+                ("Final", [t]) => annotation_type(t)?,
+                ("Tuple", ts) => JitType::Tuple(ts.iter().map(|t| annotation_type(t)).collect::<Option<_>>()?),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    })
+}
+
 impl Importer<'_> {
-    fn err(&self, msg: impl std::fmt::Display) -> Error {
-        load_error(self.archive, msg)
+    /// A compiler with an empty graph.
+    pub(crate) fn new<'a>(archive: Option<&'a mut PtArchive>, origin: String, op: &'static str) -> Importer<'a> {
+        let graph = Graph::new();
+        let cur = graph.root();
+        Importer {
+            archive,
+            origin,
+            op,
+            graph,
+            mods: Vec::new(),
+            classes: HashMap::new(),
+            functions: HashMap::new(),
+            tensors: HashMap::new(),
+            constants: Vec::new(),
+            inlined: 0,
+            nesting: 0,
+            cur,
+            at: String::new(),
+            src: String::new(),
+            in_loop: false,
+        }
+    }
+
+    pub(crate) fn err(&self, msg: impl std::fmt::Display) -> Error {
+        if self.at.is_empty() {
+            Error::invalid(self.op, format!("{}: {msg}", self.origin))
+        } else {
+            Error::invalid(self.op, format!("{}: {msg} (at {})", self.origin, self.at))
+        }
+    }
+
+    fn archive(&mut self) -> Result<&mut PtArchive> {
+        let e = self.err("no archive to read code from");
+        self.archive.as_deref_mut().ok_or(e)
+    }
+
+    /// Reads `code/<module path>.py` of the archive, registering its classes and functions.
+    fn read_code(&mut self, module: &str) -> Result<()> {
+        let record = format!("code/{}.py", module.replace('.', "/"));
+        let archive = self.archive()?;
+        if !archive.has_record(&record) {
+            return Err(self.err(format!("no code for {module} (expected {record})")));
+        }
+        let archive = self.archive()?;
+        let bytes = archive.read_record(&record)?;
+        let source = archive.source(&record);
+        let text = String::from_utf8(bytes).map_err(|_| self.err(format!("{record} is not UTF-8")))?;
+        let file = parse_source(&text, &source)?;
+        for c in file.classes {
+            self.classes.insert(format!("{module}.{}", c.name), Rc::new(c));
+        }
+        for f in file.functions {
+            self.functions.insert(format!("{module}.{}", f.name), Rc::new(f));
+        }
+        // Marks the file read, so a missing name is not looked for again.
+        self.functions.entry(format!("{module}.")).or_insert_with(|| {
+            Rc::new(Method {
+                name: String::new(),
+                params: Vec::new(),
+                returns: None,
+                body: Vec::new(),
+                line: 0,
+                source: String::new(),
+            })
+        });
+        Ok(())
     }
 
     /// The code of a class (`__torch__.a.b.Cls` is class `Cls` of `code/__torch__/a/b.py`).
@@ -102,17 +340,26 @@ impl Importer<'_> {
             return Ok(c.clone());
         }
         let (module, name) = qualified.rsplit_once('.').ok_or_else(|| self.err(format!("class name '{qualified}'")))?;
-        let record = format!("code/{}.py", module.replace('.', "/"));
-        if !self.archive.has_record(&record) {
-            return Err(self.err(format!("no code for class {qualified} (expected {record})")));
+        let (module, name) = (module.to_string(), name.to_string());
+        if !self.functions.contains_key(&format!("{module}.")) {
+            self.read_code(&module)?;
         }
-        let bytes = self.archive.read_record(&record)?;
-        let text = String::from_utf8(bytes).map_err(|_| self.err(format!("{record} is not UTF-8")))?;
-        let source = self.archive.source(&record);
-        for c in parse_file(&text, &source)? {
-            self.classes.insert(format!("{module}.{}", c.name), Rc::new(c));
+        self.classes.get(qualified).cloned().ok_or_else(|| self.err(format!("code/{module}.py has no class {name}")))
+    }
+
+    /// A function of the source (`jit::script`) or of an archive's code (`__torch__.m.f`).
+    fn function(&mut self, name: &str) -> Result<Option<Rc<Method>>> {
+        if let Some(f) = self.functions.get(name) {
+            return Ok(Some(f.clone()));
         }
-        self.classes.get(qualified).cloned().ok_or_else(|| self.err(format!("{record} has no class {name}")))
+        let Some((module, _)) = name.rsplit_once('.') else { return Ok(None) };
+        if !module.starts_with("__torch__") || self.archive.is_none() {
+            return Ok(None);
+        }
+        if !self.functions.contains_key(&format!("{module}.")) {
+            self.read_code(module)?;
+        }
+        Ok(self.functions.get(name).cloned())
     }
 
     /// Registers the module tree under `root`, depth first (parents before children, children
@@ -160,6 +407,22 @@ impl Importer<'_> {
         Ok(())
     }
 
+    /// The direct submodules of module `m`, in attribute order (a `ModuleList`'s items).
+    pub(crate) fn children(&self, m: usize) -> Vec<usize> {
+        let path = &self.mods[m].path;
+        (0..self.mods.len())
+            .filter(|&c| {
+                let p = &self.mods[c].path;
+                c != m
+                    && match p.strip_prefix(path.as_str()) {
+                        Some(rest) if path.is_empty() => !rest.is_empty() && !rest.contains('.'),
+                        Some(rest) => rest.starts_with('.') && !rest[1..].contains('.'),
+                        None => false,
+                    }
+            })
+            .collect()
+    }
+
     fn tensor_attr(&self, m: usize, name: &str) -> Result<aten::Tensor> {
         match self.mods[m].state.get(name) {
             Some(Value::Tensor(t)) => Ok(t),
@@ -168,19 +431,24 @@ impl Importer<'_> {
         }
     }
 
-    fn constant(&mut self, c: Constant) -> ValueId {
+    /// A constant, at the start of the graph's body (so it is in scope in every block).
+    pub(crate) fn constant(&mut self, c: Constant) -> ValueId {
         let b = self.graph.root();
-        self.graph.insert_constant(b, None, c)
+        self.graph.insert_constant(b, Some(0), c)
     }
 
-    fn node(&mut self, kind: &str, inputs: &[ValueId], types: Vec<JitType>) -> Vec<ValueId> {
-        let b = self.graph.root();
-        let n = self.graph.append_node(b, kind, inputs, types);
+    /// A node at the end of the current block; its outputs.
+    pub(crate) fn node(&mut self, kind: &str, inputs: &[ValueId], types: Vec<JitType>) -> Vec<ValueId> {
+        let n = self.graph.append_node(self.cur, kind, inputs, types);
         self.graph.outputs_of(n).to_vec()
     }
 
+    pub(crate) fn ty(&self, v: ValueId) -> JitType {
+        self.graph.value_type(v).clone()
+    }
+
     /// A symbol as one graph value (tuples are constructed).
-    fn value(&mut self, s: Sym) -> Result<ValueId> {
+    pub(crate) fn value(&mut self, s: Sym) -> Result<ValueId> {
         match s {
             Sym::Value(v) => Ok(v),
             Sym::Tuple(items) => {
@@ -190,11 +458,33 @@ impl Importer<'_> {
             }
             Sym::Module(m) => Err(self.err(format!("module {:?} used as a value", self.mods[m].path))),
             Sym::Global(g) => Err(self.err(format!("'{g}' used as a value"))),
+            Sym::Undefined(why) => Err(self.err(why)),
+        }
+    }
+
+    /// A value as a `bool` for a condition: tensors and numbers through `aten::Bool`.
+    pub(crate) fn truth(&mut self, s: Sym) -> Result<ValueId> {
+        let v = self.value(s)?;
+        match self.ty(v) {
+            JitType::Bool => Ok(v),
+            JitType::None => Ok(self.constant(Constant::Bool(false))),
+            JitType::Int | JitType::Float | JitType::Number | JitType::Tensor(_) => {
+                Ok(self.node("aten::Bool", &[v], vec![JitType::Bool])[0])
+            }
+            other => Err(self.err(format!("a {other} used as a condition"))),
+        }
+    }
+
+    /// A `bool` value's constant, if it is one.
+    pub(crate) fn const_bool(&self, v: ValueId) -> Option<bool> {
+        match self.graph.constant_value(v) {
+            Some(Constant::Bool(b)) => Some(b),
+            _ => None,
         }
     }
 
     /// Compiles an expression; counts towards [`MAX_COMPILE_DEPTH`].
-    fn expr(&mut self, e: &Expr, env: &HashMap<String, Sym>) -> Result<Sym> {
+    pub(crate) fn expr(&mut self, e: &Expr, env: &mut Env) -> Result<Sym> {
         self.nesting += 1;
         let out = if self.nesting > MAX_COMPILE_DEPTH {
             Err(self.err(format!("expressions and module calls nest more than {MAX_COMPILE_DEPTH} deep")))
@@ -205,13 +495,18 @@ impl Importer<'_> {
         out
     }
 
-    fn expr_inner(&mut self, e: &Expr, env: &HashMap<String, Sym>) -> Result<Sym> {
+    /// Compiles an expression into one value.
+    pub(crate) fn expr_value(&mut self, e: &Expr, env: &mut Env) -> Result<ValueId> {
+        let s = self.expr(e, env)?;
+        self.value(s)
+    }
+
+    fn expr_inner(&mut self, e: &Expr, env: &mut Env) -> Result<Sym> {
         Ok(match e {
             Expr::Name(n) => match env.get(n) {
+                Some(Sym::Undefined(why)) => return Err(self.err(why.clone())),
                 Some(s) => s.clone(),
-                None if matches!(n.as_str(), "torch" | "ops" | "CONSTANTS" | "int" | "float" | "bool" | "len") => {
-                    Sym::Global(n.clone())
-                }
+                None if GLOBALS.contains(&n.as_str()) || self.functions.contains_key(n) => Sym::Global(n.clone()),
                 None => return Err(self.err(format!("name '{n}' is not defined"))),
             },
             Expr::Int(i) => Sym::Value(self.constant(Constant::Int(*i))),
@@ -228,35 +523,222 @@ impl Importer<'_> {
             Expr::Tuple(items) => Sym::Tuple(items.iter().map(|i| self.expr(i, env)).collect::<Result<_>>()?),
             Expr::Subscript(base, idx) => {
                 let b = self.expr(base, env)?;
-                let i = self.expr(idx, env)?;
-                let iv = self.value(i)?;
-                match b {
-                    Sym::Tuple(items) => match self.graph.constant_value(iv) {
-                        Some(Constant::Int(k)) => {
-                            let n = items.len() as i64;
-                            let k = if k < 0 { k + n } else { k };
-                            items
-                                .get(k as usize)
-                                .cloned()
-                                .ok_or_else(|| self.err(format!("tuple index {k} out of range")))?
-                        }
-                        _ => return Err(self.err("a tuple indexed by a non-constant")),
-                    },
-                    other => {
-                        let v = self.value(other)?;
-                        let elem = match self.graph.value_type(v) {
-                            JitType::List(e) => (**e).clone(),
-                            other => return Err(self.err(format!("indexing a {other}"))),
-                        };
-                        Sym::Value(self.node("aten::__getitem__", &[v, iv], vec![elem])[0])
-                    }
+                self.subscript(b, idx, env)?
+            }
+            Expr::Slice(..) => return Err(self.err("a slice outside a subscript")),
+            Expr::Neg(inner) => {
+                let v = self.expr_value(inner, env)?;
+                if is_number(&self.ty(v)) {
+                    let ty = self.ty(v);
+                    Sym::Value(self.node("aten::neg", &[v], vec![ty])[0])
+                } else {
+                    self.schema_call("neg", vec![Sym::Value(v)], Vec::new())?
                 }
             }
-            Expr::Neg(inner) => {
-                let v = self.expr(inner, env)?;
-                self.schema_call("neg", vec![v], Vec::new())?
+            Expr::Not(inner) => {
+                let s = self.expr(inner, env)?;
+                let v = self.truth(s)?;
+                match self.const_bool(v) {
+                    Some(b) => Sym::Value(self.constant(Constant::Bool(!b))),
+                    None => Sym::Value(self.node("aten::__not__", &[v], vec![JitType::Bool])[0]),
+                }
+            }
+            Expr::Binary(op, a, b) => {
+                let a = self.expr(a, env)?;
+                let b = self.expr(b, env)?;
+                self.binary(*op, a, b)?
+            }
+            Expr::BoolOp(and, a, b) => {
+                let a = self.expr(a, env)?;
+                let c = self.truth(a)?;
+                // Short-circuits: `a and b` is `b if a else False`.
+                let (then, otherwise) = if *and { (Some(b.as_ref()), None) } else { (None, Some(b.as_ref())) };
+                let fixed = Expr::Bool(!*and);
+                let then = then.unwrap_or(&fixed);
+                let otherwise = otherwise.unwrap_or(&fixed);
+                self.if_expr(c, then, otherwise, env, true)?
+            }
+            Expr::IfExp(c, a, b) => {
+                let c = self.expr(c, env)?;
+                let c = self.truth(c)?;
+                self.if_expr(c, a, b, env, false)?
             }
         })
+    }
+
+    /// `then if c else otherwise` as a `prim::If` with one output (only the branch taken when
+    /// `c` is a constant); `bools`: both branches are conditions.
+    fn if_expr(&mut self, c: ValueId, then: &Expr, otherwise: &Expr, env: &mut Env, bools: bool) -> Result<Sym> {
+        if let Some(k) = self.const_bool(c) {
+            let e = if k { then } else { otherwise };
+            let s = self.expr(e, env)?;
+            return if bools { Ok(Sym::Value(self.truth(s)?)) } else { Ok(s) };
+        }
+        let n = self.graph.append_node(self.cur, "prim::If", &[c], vec![JitType::None]);
+        let outer = self.cur;
+        let mut vals = Vec::new();
+        for e in [then, otherwise] {
+            let b = self.graph.add_block(n);
+            self.cur = b;
+            let r = self.expr(e, env).and_then(|s| if bools { self.truth(s) } else { self.value(s) });
+            self.cur = outer;
+            let v = r?;
+            self.graph.add_return(b, v);
+            vals.push(v);
+        }
+        let (ta, tb) = (self.ty(vals[0]), self.ty(vals[1]));
+        let ty = unify(&ta, &tb)
+            .ok_or_else(|| self.err(format!("the two values of a conditional expression are a {ta} and a {tb}")))?;
+        let out = self.graph.outputs_of(n)[0];
+        self.graph.set_type(out, ty);
+        Ok(Sym::Value(out))
+    }
+
+    /// `a op b`.
+    fn binary(&mut self, op: BinOp, a: Sym, b: Sym) -> Result<Sym> {
+        let (a, b) = (self.value(a)?, self.value(b)?);
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        match op {
+            BinOp::Is | BinOp::IsNot => {
+                let negate = op == BinOp::IsNot;
+                // Decided by the types where they can: a value that cannot be None is not.
+                let none = |t: &JitType| *t == JitType::None;
+                let maybe = |t: &JitType| matches!(t, JitType::None | JitType::Optional(_));
+                if none(&ta) && none(&tb) {
+                    return Ok(Sym::Value(self.constant(Constant::Bool(!negate))));
+                }
+                if (none(&ta) && !maybe(&tb)) || (none(&tb) && !maybe(&ta)) {
+                    return Ok(Sym::Value(self.constant(Constant::Bool(negate))));
+                }
+                let kind = if negate { "aten::__isnot__" } else { "aten::__is__" };
+                return Ok(Sym::Value(self.node(kind, &[a, b], vec![JitType::Bool])[0]));
+            }
+            BinOp::In | BinOp::NotIn => {
+                if !matches!(tb, JitType::List(_)) {
+                    return Err(self.err(format!("'{}' of a {tb} (only lists are supported)", op.symbol())));
+                }
+                let found = self.node("aten::__contains__", &[b, a], vec![JitType::Bool])[0];
+                if op == BinOp::In {
+                    return Ok(Sym::Value(found));
+                }
+                return Ok(Sym::Value(self.node("aten::__not__", &[found], vec![JitType::Bool])[0]));
+            }
+            _ => {}
+        }
+        if is_number(&ta) && is_number(&tb) {
+            let name = number_op(op).ok_or_else(|| self.err(format!("'{}' of two numbers", op.symbol())))?;
+            let ty = number_result(name, &ta, &tb);
+            return Ok(Sym::Value(self.node(&format!("aten::{name}"), &[a, b], vec![ty])[0]));
+        }
+        if ta == JitType::Str && tb == JitType::Str && matches!(op, BinOp::Eq | BinOp::Ne) {
+            let kind = if op == BinOp::Eq { "aten::__is__" } else { "aten::__isnot__" };
+            return Ok(Sym::Value(self.node(kind, &[a, b], vec![JitType::Bool])[0]));
+        }
+        let name = tensor_op(op).ok_or_else(|| self.err(format!("'{}' of a {ta} and a {tb}", op.symbol())))?;
+        // A number on the left of a tensor: Python's reflected operators.
+        if !ta.is_tensor() && tb.is_tensor() {
+            use BinOp::*;
+            let swapped = match op {
+                Add | Mul | Eq | Ne | BitAnd | BitOr | BitXor => Some(name),
+                Lt => Some("gt"),
+                Le => Some("ge"),
+                Gt => Some("lt"),
+                Ge => Some("le"),
+                _ => None,
+            };
+            if let Some(n) = swapped {
+                return self.schema_call(n, vec![Sym::Value(b), Sym::Value(a)], Vec::new());
+            }
+            match op {
+                Sub => return self.schema_call("rsub", vec![Sym::Value(b), Sym::Value(a)], Vec::new()),
+                Div => {
+                    let r = self.schema_call("reciprocal", vec![Sym::Value(b)], Vec::new())?;
+                    return self.schema_call("mul", vec![r, Sym::Value(a)], Vec::new());
+                }
+                _ => {}
+            }
+        }
+        self.schema_call(name, vec![Sym::Value(a), Sym::Value(b)], Vec::new())
+    }
+
+    /// `base[idx]`: a tuple by a constant, a list by an int, a tensor by ints, slices and `None`s.
+    fn subscript(&mut self, base: Sym, idx: &Expr, env: &mut Env) -> Result<Sym> {
+        if let Sym::Tuple(items) = &base {
+            let i = self.expr_value(idx, env)?;
+            return match self.graph.constant_value(i) {
+                Some(Constant::Int(k)) => {
+                    let n = items.len() as i64;
+                    let k = if k < 0 { k + n } else { k };
+                    items.get(k as usize).cloned().ok_or_else(|| self.err(format!("tuple index {k} out of range")))
+                }
+                _ => Err(self.err("a tuple indexed by a non-constant")),
+            };
+        }
+        let v = self.value(base)?;
+        match self.ty(v) {
+            JitType::List(e) => {
+                let i = self.expr_value(idx, env)?;
+                Ok(Sym::Value(self.node("aten::__getitem__", &[v, i], vec![(*e).clone()])[0]))
+            }
+            JitType::Tuple(ts) => {
+                let i = self.expr_value(idx, env)?;
+                match self.graph.constant_value(i) {
+                    Some(Constant::Int(k)) => {
+                        let n = ts.len() as i64;
+                        let k = if k < 0 { k + n } else { k };
+                        let t = ts
+                            .get(k as usize)
+                            .cloned()
+                            .ok_or_else(|| self.err(format!("tuple index {k} out of range")))?;
+                        let kv = self.constant(Constant::Int(k));
+                        Ok(Sym::Value(self.node("prim::TupleIndex", &[v, kv], vec![t])[0]))
+                    }
+                    _ => Err(self.err("a tuple indexed by a non-constant")),
+                }
+            }
+            JitType::Tensor(_) => {
+                let items: Vec<&Expr> = match idx {
+                    Expr::Tuple(items) => items.iter().collect(),
+                    one => vec![one],
+                };
+                let mut t = Sym::Value(v);
+                let mut dim = 0i64;
+                for item in items {
+                    let d = Sym::Value(self.constant(Constant::Int(dim)));
+                    match item {
+                        Expr::None => {
+                            t = self.schema_call("unsqueeze", vec![t, d], Vec::new())?;
+                            dim += 1;
+                        }
+                        Expr::Slice(lo, hi, step) => {
+                            let mut part = |p: &Option<Box<Expr>>, s: &mut Self| -> Result<Sym> {
+                                Ok(match p {
+                                    Some(e) => s.expr(e, env)?,
+                                    None => Sym::Value(s.constant(Constant::None)),
+                                })
+                            };
+                            let lo = part(lo, self)?;
+                            let hi = part(hi, self)?;
+                            let step = match step {
+                                Some(e) => self.expr(e, env)?,
+                                None => Sym::Value(self.constant(Constant::Int(1))),
+                            };
+                            t = self.schema_call("slice", vec![t, d, lo, hi, step], Vec::new())?;
+                            dim += 1;
+                        }
+                        e => {
+                            let i = self.expr_value(e, env)?;
+                            if self.ty(i) != JitType::Int {
+                                return Err(self.err(format!("indexing a tensor by a {}", self.ty(i))));
+                            }
+                            t = self.schema_call("select", vec![t, d, Sym::Value(i)], Vec::new())?;
+                        }
+                    }
+                }
+                Ok(t)
+            }
+            other => Err(self.err(format!("indexing a {other}"))),
+        }
     }
 
     fn attr(&mut self, base: Sym, attr: &str) -> Result<Sym> {
@@ -285,24 +767,37 @@ impl Importer<'_> {
                     Some(Value::Bool(b)) => Ok(Sym::Value(self.constant(Constant::Bool(b)))),
                     Some(Value::Int(i)) => Ok(Sym::Value(self.constant(Constant::Int(i)))),
                     Some(Value::Float(x)) => Ok(Sym::Value(self.constant(Constant::Float(x)))),
+                    Some(Value::Str(s)) => Ok(Sym::Value(self.constant(Constant::Str(s.to_string())))),
                     Some(Value::None) => Ok(Sym::Value(self.constant(Constant::None))),
                     Some(Value::Tensor(t)) => {
                         let k = self.graph.add_tensor_constant(t);
                         Ok(Sym::Value(self.constant(Constant::Tensor(k))))
                     }
                     Some(other) => Err(self.err(format!("attribute {path} is a {}", other.kind()))),
-                    None => Err(self.err(format!("module {:?} has no attribute '{attr}'", self.mods[m].path))),
+                    None => {
+                        // A `Final` class constant.
+                        let class = self.mods[m].class.clone();
+                        if let Some((_, _, Some(value))) = class.attributes.iter().find(|(n, _, _)| n == attr) {
+                            return self.expr(value, &mut Env::new());
+                        }
+                        Err(self.err(format!("module {:?} has no attribute '{attr}'", self.mods[m].path)))
+                    }
                 }
             }
-            Sym::Value(_) | Sym::Tuple(_) => Err(self.err(format!("attribute '{attr}' of a value"))),
+            Sym::Value(v) => match (self.ty(v), attr) {
+                (JitType::Tensor(_), "shape") => {
+                    Ok(Sym::Value(self.node("aten::size", &[v], vec![JitType::List(Box::new(JitType::Int))])[0]))
+                }
+                (t, _) => Err(self.err(format!("attribute '{attr}' of a {t}"))),
+            },
+            Sym::Tuple(_) | Sym::Undefined(_) => Err(self.err(format!("attribute '{attr}' of a tuple"))),
         }
     }
 
-    fn list(&mut self, items: &[Expr], env: &HashMap<String, Sym>) -> Result<Sym> {
+    fn list(&mut self, items: &[Expr], env: &mut Env) -> Result<Sym> {
         let mut vs = Vec::new();
         for i in items {
-            let s = self.expr(i, env)?;
-            vs.push(self.value(s)?);
+            vs.push(self.expr_value(i, env)?);
         }
         let consts: Option<Vec<Constant>> = vs.iter().map(|&v| self.graph.constant_value(v)).collect();
         if let Some(cs) = &consts {
@@ -325,72 +820,198 @@ impl Importer<'_> {
         }
         let elem = match vs.first() {
             Some(&v) => self.graph.value_type(v).erased(),
-            None => JitType::Int,
+            None => JitType::tensor(),
         };
         Ok(Sym::Value(self.node("prim::ListConstruct", &vs, vec![JitType::List(Box::new(elem))])[0]))
     }
 
-    fn call(&mut self, f: &Expr, args: &[Expr], kw: &[(String, Expr)], env: &HashMap<String, Sym>) -> Result<Sym> {
-        // `(module).forward(x, )`: the submodule's forward, inlined.
+    /// A list value built from an empty literal of the annotated element type.
+    fn empty_list(&mut self, elem: &JitType) -> Result<ValueId> {
+        Ok(match elem {
+            JitType::Int => self.constant(Constant::IntList(Vec::new())),
+            JitType::Float => self.constant(Constant::FloatList(Vec::new())),
+            JitType::Bool => self.constant(Constant::BoolList(Vec::new())),
+            JitType::Tensor(_) | JitType::Optional(_) => {
+                self.node("prim::ListConstruct", &[], vec![JitType::List(Box::new(elem.erased()))])[0]
+            }
+            other => return Err(self.err(format!("a list of {other}"))),
+        })
+    }
+
+    /// `annotate(T, value)`, `x: T = value`: the value with its declared type (an empty list's
+    /// element type, `None` as an `Optional[T]`).
+    pub(crate) fn annotated(&mut self, ty: &Expr, value: &Expr, env: &mut Env) -> Result<Sym> {
+        let t = annotation_type(ty);
+        match (t, value) {
+            (Some(JitType::List(elem)), Expr::List(items)) if items.is_empty() => {
+                Ok(Sym::Value(self.empty_list(&elem)?))
+            }
+            (Some(t @ JitType::Optional(_)), _) => {
+                let v = self.expr_value(value, env)?;
+                if self.ty(v) == t {
+                    return Ok(Sym::Value(v));
+                }
+                Ok(Sym::Value(self.node("prim::unchecked_cast", &[v], vec![t])[0]))
+            }
+            _ => self.expr(value, env),
+        }
+    }
+
+    /// Rebinds every name bound to `old` (aliases of a list) to `new`.
+    fn rebind(env: &mut Env, old: ValueId, new: ValueId) {
+        for s in env.values_mut() {
+            if *s == Sym::Value(old) {
+                *s = Sym::Value(new);
+            }
+        }
+    }
+
+    fn call(&mut self, f: &Expr, args: &[Expr], kw: &[(String, Expr)], env: &mut Env) -> Result<Sym> {
+        // `(module).forward(x, )`, `self.fc(x)`, `self.helper(x)`: a submodule's forward or a
+        // module's method, inlined.
         if let Expr::Attr(base, method) = f {
-            if let Sym::Module(m) = self.expr(base, env)? {
+            let b = self.expr(base, env)?;
+            if let Sym::Module(m) = b {
                 let mut argv = Vec::new();
                 for a in args {
                     argv.push(self.expr(a, env)?);
                 }
-                return self.inline(m, method, argv);
-            }
-        }
-        // `getattr(self, "0")`: a submodule or attribute whose name is not an identifier
-        // (`nn.Sequential`'s and `nn.ModuleList`'s children).
-        if let (Expr::Name(n), [base, Expr::Str(attr)]) = (f, args) {
-            if n == "getattr" && !env.contains_key(n) && kw.is_empty() {
-                let b = self.expr(base, env)?;
-                return self.attr(b, attr);
-            }
-        }
-        // `annotate(List[int], [])`: the type only matters for an empty list.
-        if let (Expr::Name(n), [ty, value]) = (f, args) {
-            if n == "annotate" && !env.contains_key(n) {
-                if let (Expr::Subscript(outer, elem), Expr::List(items)) = (ty, value) {
-                    if items.is_empty() && **outer == Expr::Name("List".into()) {
-                        return Ok(Sym::Value(match elem.as_ref() {
-                            Expr::Name(e) if e == "int" => self.constant(Constant::IntList(Vec::new())),
-                            Expr::Name(e) if e == "float" => self.constant(Constant::FloatList(Vec::new())),
-                            Expr::Name(e) if e == "bool" => self.constant(Constant::BoolList(Vec::new())),
-                            Expr::Name(e) if e == "Tensor" => {
-                                self.node("prim::ListConstruct", &[], vec![JitType::List(Box::new(JitType::tensor()))])
-                                    [0]
-                            }
-                            other => return Err(self.err(format!("annotate(List[{other:?}], [])"))),
-                        }));
+                if !self.mods[m].class.methods.iter().any(|d| d.name == *method) {
+                    if let Sym::Module(child) = self.attr(Sym::Module(m), method)? {
+                        return self.inline(child, "forward", argv);
                     }
                 }
-                return self.expr(value, env);
+                return self.inline(m, method, argv);
+            }
+            if let Sym::Value(v) = b {
+                return self.method_call(v, method, args, kw, env);
+            }
+        }
+        if let Expr::Name(n) = f {
+            if !env.contains_key(n) {
+                match (n.as_str(), args) {
+                    // `getattr(self, "0")`: a submodule or attribute whose name is not an
+                    // identifier (`nn.Sequential`'s and `nn.ModuleList`'s children).
+                    ("getattr", [base, Expr::Str(attr)]) if kw.is_empty() => {
+                        let b = self.expr(base, env)?;
+                        return self.attr(b, attr);
+                    }
+                    ("annotate", [ty, value]) => return self.annotated(ty, value, env),
+                    ("unchecked_cast", [ty, value]) => {
+                        let v = self.expr_value(value, env)?;
+                        let t = annotation_type(ty).ok_or_else(|| self.err(format!("unchecked_cast to {ty:?}")))?;
+                        return Ok(Sym::Value(self.node("prim::unchecked_cast", &[v], vec![t])[0]));
+                    }
+                    ("uninitialized", [ty]) => {
+                        let t = annotation_type(ty).ok_or_else(|| self.err(format!("uninitialized({ty:?})")))?;
+                        return Ok(Sym::Value(self.node("prim::Uninitialized", &[], vec![t])[0]));
+                    }
+                    ("isinstance", [value, ty]) => {
+                        let v = self.expr_value(value, env)?;
+                        let want = annotation_type(ty).ok_or_else(|| self.err(format!("isinstance of {ty:?}")))?;
+                        let have = self.ty(v);
+                        let yes = have.erased() == want.erased();
+                        if !yes && matches!(have, JitType::Optional(_)) {
+                            return Err(self.err(format!("isinstance of an {have} is not decided by its type")));
+                        }
+                        return Ok(Sym::Value(self.constant(Constant::Bool(yes))));
+                    }
+                    _ => {}
+                }
             }
         }
         let callee = match self.expr(f, env)? {
             Sym::Global(g) => g,
             _ => return Err(self.err(format!("calling {f:?}"))),
         };
-        let mut argv = Vec::new();
-        for a in args {
-            argv.push(self.expr(a, env)?);
-        }
-        let mut kwv = Vec::new();
-        for (k, a) in kw {
-            kwv.push((k.clone(), self.expr(a, env)?));
+        let (argv, kwv) = self.arguments(args, kw, env)?;
+        // A function of the source or of the archive's code.
+        if let Some(def) = self.function(&callee)? {
+            return self.inline_function(&def, argv, kwv);
         }
         let one = |s: &mut Self, kind: &str, argv: Vec<Sym>, ty: JitType| -> Result<Sym> {
             let vs = argv.into_iter().map(|a| s.value(a)).collect::<Result<Vec<_>>>()?;
             Ok(Sym::Value(s.node(kind, &vs, vec![ty])[0]))
         };
-        match callee.as_str() {
+        let name = callee.as_str();
+        // `torch.add(k, 1)` of numbers, as TorchScript prints int arithmetic.
+        if let Some(op) = name.strip_prefix("torch.") {
+            if argv.len() == 2 && kwv.is_empty() && crate::interpreter::is_number_op(op) {
+                let a = self.value(argv[0].clone())?;
+                let b = self.value(argv[1].clone())?;
+                let (ta, tb) = (self.ty(a), self.ty(b));
+                if is_number(&ta) && is_number(&tb) {
+                    let ty = number_result(op, &ta, &tb);
+                    return Ok(Sym::Value(self.node(&format!("aten::{op}"), &[a, b], vec![ty])[0]));
+                }
+            }
+        }
+        match name {
             "int" => one(self, "aten::Int", argv, JitType::Int),
             "float" => one(self, "aten::Float", argv, JitType::Float),
             "bool" => one(self, "aten::Bool", argv, JitType::Bool),
-            "len" => one(self, "aten::len", argv, JitType::Int),
+            "len" | "torch.len" => {
+                let v = self.value(argv.into_iter().next().ok_or_else(|| self.err("len()"))?)?;
+                if self.ty(v).is_tensor() {
+                    let zero = self.constant(Constant::Int(0));
+                    return Ok(Sym::Value(self.node("aten::size", &[v, zero], vec![JitType::Int])[0]));
+                }
+                Ok(Sym::Value(self.node("aten::len", &[v], vec![JitType::Int])[0]))
+            }
+            "min" | "max" if argv.len() == 2 => {
+                let kind = if name == "min" { "prim::min" } else { "prim::max" };
+                let a = self.value(argv[0].clone())?;
+                let b = self.value(argv[1].clone())?;
+                let (ta, tb) = (self.ty(a), self.ty(b));
+                if !(is_number(&ta) && is_number(&tb)) {
+                    return Err(self.err(format!("{name}() of a {ta} and a {tb}")));
+                }
+                let ty = number_result("add", &ta, &tb);
+                Ok(Sym::Value(self.node(kind, &[a, b], vec![ty])[0]))
+            }
+            "print" => {
+                let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                self.node("prim::Print", &vs, Vec::new());
+                Ok(Sym::Value(self.constant(Constant::None)))
+            }
+            "torch.format" => {
+                let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                Ok(Sym::Value(self.node("aten::format", &vs, vec![JitType::Str])[0]))
+            }
+            "torch.append" => {
+                let [list, x] = <[Sym; 2]>::try_from(argv).map_err(|_| self.err("append takes a list and a value"))?;
+                let l = self.value(list)?;
+                let x = self.value(x)?;
+                self.append(l, x, env)
+            }
+            "torch.__is__" | "torch.__isnot__" => {
+                let [a, b] = <[Sym; 2]>::try_from(argv).map_err(|_| self.err(format!("{name} takes two values")))?;
+                self.binary(if name == "torch.__is__" { BinOp::Is } else { BinOp::IsNot }, a, b)
+            }
+            "torch.__contains__" => {
+                let [l, x] = <[Sym; 2]>::try_from(argv).map_err(|_| self.err("__contains__ takes two values"))?;
+                self.binary(BinOp::In, x, l)
+            }
+            "ops.prim.dtype" => one(self, "prim::dtype", argv, JitType::Int),
+            "ops.prim.device" => one(self, "prim::device", argv, JitType::Device),
+            "torch.__not__" => {
+                let a = argv.into_iter().next().ok_or_else(|| self.err("__not__()"))?;
+                let v = self.truth(a)?;
+                Ok(Sym::Value(self.node("aten::__not__", &[v], vec![JitType::Bool])[0]))
+            }
             "ops.prim.NumToTensor" => one(self, "prim::NumToTensor", argv, JitType::tensor()),
+            "ops.prim.RaiseException" => {
+                let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                self.node("prim::RaiseException", &vs, Vec::new());
+                Ok(Sym::Value(self.constant(Constant::None)))
+            }
+            "ops.prim.min" | "ops.prim.max" => {
+                let kind = if name == "ops.prim.min" { "prim::min" } else { "prim::max" };
+                let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                let [a, b] = vs[..] else { return Err(self.err(format!("{name} takes two numbers"))) };
+                let ty = number_result("add", &self.ty(a), &self.ty(b));
+                Ok(Sym::Value(self.node(kind, &[a, b], vec![ty])[0]))
+            }
             "torch.size" if argv.len() == 2 => one(self, "aten::size", argv, JitType::Int),
             "torch.size" => one(self, "aten::size", argv, JitType::List(Box::new(JitType::Int))),
             "torch.dim" => one(self, "aten::dim", argv, JitType::Int),
@@ -407,7 +1028,9 @@ impl Importer<'_> {
             }
             name => {
                 let op = name
-                    .strip_prefix("torch.")
+                    .strip_prefix("torch.nn.functional.")
+                    .or_else(|| name.strip_prefix("F."))
+                    .or_else(|| name.strip_prefix("torch."))
                     .or_else(|| name.strip_prefix("ops.aten."))
                     .ok_or_else(|| self.err(format!("unsupported call of {name}")))?;
                 self.schema_call(op, argv, kwv)
@@ -415,8 +1038,69 @@ impl Importer<'_> {
         }
     }
 
+    /// A call's positional and keyword arguments, compiled in order.
+    fn arguments(&mut self, args: &[Expr], kw: &[(String, Expr)], env: &mut Env) -> Result<CallArgs> {
+        let mut argv = Vec::new();
+        for a in args {
+            argv.push(self.expr(a, env)?);
+        }
+        let mut kwv = Vec::new();
+        for (k, a) in kw {
+            kwv.push((k.clone(), self.expr(a, env)?));
+        }
+        Ok((argv, kwv))
+    }
+
+    /// `list.append(x)` (Note [Functional lists] in `emit.rs`): a new list value, bound to every
+    /// name the old one had.
+    fn append(&mut self, l: ValueId, x: ValueId, env: &mut Env) -> Result<Sym> {
+        let lt = self.ty(l);
+        let JitType::List(elem) = &lt else { return Err(self.err(format!("append to a {lt}"))) };
+        let xt = self.ty(x);
+        if unify(elem, &xt).is_none() && !(**elem == JitType::Float && xt == JitType::Int) {
+            return Err(self.err(format!("appending a {xt} to a {lt}")));
+        }
+        let new = self.node("aten::append", &[l, x], vec![lt.clone()])[0];
+        Self::rebind(env, l, new);
+        Ok(Sym::Value(self.constant(Constant::None)))
+    }
+
+    /// `value.method(args)`: list methods, `str.format`, tensor methods as operators.
+    fn method_call(
+        &mut self,
+        v: ValueId,
+        method: &str,
+        args: &[Expr],
+        kw: &[(String, Expr)],
+        env: &mut Env,
+    ) -> Result<Sym> {
+        let (rest, kwv) = self.arguments(args, kw, env)?;
+        let mut argv = vec![Sym::Value(v)];
+        argv.extend(rest);
+        match (self.ty(v), method) {
+            (JitType::List(_), "append") if argv.len() == 2 => {
+                let x = self.value(argv[1].clone())?;
+                self.append(v, x, env)
+            }
+            (JitType::List(_), m) => Err(self.err(format!("list method '{m}' is not supported yet"))),
+            (JitType::Str, "format") => {
+                let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                Ok(Sym::Value(self.node("aten::format", &vs, vec![JitType::Str])[0]))
+            }
+            (JitType::Tensor(_), "size") if kwv.is_empty() => {
+                let ty = if argv.len() == 2 { JitType::Int } else { JitType::List(Box::new(JitType::Int)) };
+                let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                Ok(Sym::Value(self.node("aten::size", &vs, vec![ty])[0]))
+            }
+            (JitType::Tensor(_), "dim") => Ok(Sym::Value(self.node("aten::dim", &[v], vec![JitType::Int])[0])),
+            (JitType::Tensor(_), "numel") => Ok(Sym::Value(self.node("aten::numel", &[v], vec![JitType::Int])[0])),
+            (JitType::Tensor(_), m) => self.schema_call(m, argv, kwv),
+            (t, m) => Err(self.err(format!("method '{m}' of a {t}"))),
+        }
+    }
+
     /// Note [Calls in TorchScript code].
-    fn schema_call(&mut self, name: &str, args: Vec<Sym>, kw: Vec<(String, Sym)>) -> Result<Sym> {
+    pub(crate) fn schema_call(&mut self, name: &str, args: Vec<Sym>, kw: Vec<(String, Sym)>) -> Result<Sym> {
         let args = args.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
         let mut kwv = Vec::new();
         for (k, a) in kw {
@@ -460,7 +1144,11 @@ impl Importer<'_> {
         }
         let types: Vec<JitType> = schema.returns.iter().map(|r| jit_type(&r.ty)).collect();
         let outs = self.node(&format!("aten::{}", schema.name), &inputs, types);
-        Ok(if outs.len() == 1 { Sym::Value(outs[0]) } else { Sym::Tuple(outs.into_iter().map(Sym::Value).collect()) })
+        Ok(match outs.len() {
+            0 => Sym::Value(self.constant(Constant::None)),
+            1 => Sym::Value(outs[0]),
+            _ => Sym::Tuple(outs.into_iter().map(Sym::Value).collect()),
+        })
     }
 
     /// How well the arguments bind to `schema` (`None`: they do not).
@@ -488,7 +1176,8 @@ impl Importer<'_> {
         Some(score)
     }
 
-    fn inline(&mut self, m: usize, method: &str, args: Vec<Sym>) -> Result<Sym> {
+    /// Inlines method `method` of module `m` called with `args`.
+    pub(crate) fn inline(&mut self, m: usize, method: &str, args: Vec<Sym>) -> Result<Sym> {
         let class = self.mods[m].class.clone();
         let def = class
             .methods
@@ -496,75 +1185,58 @@ impl Importer<'_> {
             .find(|d| d.name == method)
             .ok_or_else(|| self.err(format!("class {} has no method {method}", class.name)))?
             .clone();
-        if def.params.len() != args.len() + 1 {
-            return Err(self.err(format!(
-                "{}.{method} takes {} arguments, got {}",
-                class.name,
-                def.params.len() - 1,
-                args.len()
-            )));
-        }
         if self.inlined >= MAX_MODULE_DEPTH {
             return Err(
                 self.err(format!("module calls nest more than {MAX_MODULE_DEPTH} deep (a module calling itself?)"))
             );
         }
-        let mut env = HashMap::new();
-        env.insert(def.params[0].0.clone(), Sym::Module(m));
-        for ((name, _), a) in def.params[1..].iter().zip(args) {
-            env.insert(name.clone(), a);
+        let mut argv = vec![Sym::Module(m)];
+        argv.extend(args);
+        self.inline_function(&def, argv, Vec::new())
+    }
+
+    /// Inlines a function (a method with its module first among `args`): binds the parameters
+    /// (keyword arguments by name, defaults for the rest) and compiles the body.
+    pub(crate) fn inline_function(&mut self, def: &Method, args: Vec<Sym>, kw: Vec<(String, Sym)>) -> Result<Sym> {
+        if args.len() > def.params.len() {
+            return Err(self.err(format!("{} takes {} arguments, got {}", def.name, def.params.len(), args.len())));
+        }
+        let mut env = Env::new();
+        let mut args = args.into_iter();
+        for p in &def.params {
+            let s = match args.next() {
+                Some(s) => s,
+                None => match kw.iter().find(|(k, _)| *k == p.name) {
+                    Some((_, s)) => s.clone(),
+                    None => match &p.default {
+                        Some(d) => self.expr(d, &mut Env::new())?,
+                        None => return Err(self.err(format!("{}() is missing argument '{}'", def.name, p.name))),
+                    },
+                },
+            };
+            env.insert(p.name.clone(), s);
+        }
+        if let Some((k, _)) = kw.iter().find(|(k, _)| !def.params.iter().any(|p| p.name == *k)) {
+            return Err(self.err(format!("{}() got an unexpected keyword argument '{k}'", def.name)));
         }
         self.inlined += 1;
         self.nesting += 1;
+        let saved = std::mem::take(&mut self.at);
         let out = if self.nesting > MAX_COMPILE_DEPTH {
             Err(self.err(format!("expressions and module calls nest more than {MAX_COMPILE_DEPTH} deep")))
         } else {
-            self.body(&def, env)
+            self.function_body(def, env)
         };
+        self.at = saved;
         self.inlined -= 1;
         self.nesting -= 1;
         out
     }
 
-    fn body(&mut self, def: &Method, mut env: HashMap<String, Sym>) -> Result<Sym> {
-        for stmt in &def.body {
-            match stmt {
-                Stmt::Return(e) => return self.expr(e, &env),
-                Stmt::Assign(targets, tuple, e) => {
-                    let s = self.expr(e, &env)?;
-                    if !*tuple {
-                        let s = self.named(s, &targets[0]);
-                        env.insert(targets[0].clone(), s);
-                        continue;
-                    }
-                    let items = match s {
-                        Sym::Tuple(items) => items,
-                        Sym::Value(v) => {
-                            let types = match self.graph.value_type(v) {
-                                JitType::Tuple(ts) => ts.clone(),
-                                other => return Err(self.err(format!("unpacking a {other}"))),
-                            };
-                            self.node("prim::TupleUnpack", &[v], types).into_iter().map(Sym::Value).collect()
-                        }
-                        _ => return Err(self.err("unpacking a module")),
-                    };
-                    if items.len() != targets.len() {
-                        return Err(self.err(format!("cannot unpack {} values into {}", items.len(), targets.len())));
-                    }
-                    for (t, s) in targets.iter().zip(items) {
-                        let s = self.named(s, t);
-                        env.insert(t.clone(), s);
-                    }
-                }
-            }
-        }
-        Err(self.err(format!("method {} (line {}) does not return", def.name, def.line)))
-    }
-
     /// Gives an unnamed value the Python name it is assigned to.
-    fn named(&mut self, s: Sym, name: &str) -> Sym {
+    pub(crate) fn named(&mut self, s: Sym, name: &str) -> Sym {
         if let Sym::Value(v) = s {
-            if self.graph.value_name(v).is_none() && self.graph.producer(v).is_some() {
+            if self.graph.value_name(v).is_none() && self.graph.producer(v).is_some() && !name.starts_with('$') {
                 self.graph.set_value_name(v, Some(name));
             }
         }
@@ -630,16 +1302,6 @@ fn default_constant(d: &DefaultValue, ty: &Type) -> std::result::Result<Constant
     })
 }
 
-fn input_type(annotation: &str) -> Option<JitType> {
-    Some(match annotation {
-        "Tensor" => JitType::tensor(),
-        "int" => JitType::Int,
-        "float" => JitType::Float,
-        "bool" => JitType::Bool,
-        _ => return None,
-    })
-}
-
 /// Whether a TorchScript archive's pickles may name `global` beyond PyTorch's weights_only list
 /// (see Note [Allowed globals] in `nn/src/pickle.rs`): the classes of the archive's own code
 /// (`__torch__.*`, which become objects whose code is read from `code/`, never run as Python)
@@ -684,16 +1346,8 @@ pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
         Value::Object(o) => o,
         other => return Err(load_error(archive, format!("data.pkl holds a {}, not a module", other.kind()))),
     };
-    let mut imp = Importer {
-        archive,
-        graph: Graph::new(),
-        mods: Vec::new(),
-        classes: HashMap::new(),
-        tensors: HashMap::new(),
-        constants: Vec::new(),
-        inlined: 0,
-        nesting: 0,
-    };
+    let origin = archive.path().display().to_string();
+    let mut imp = Importer::new(Some(archive), origin, "jit::load");
     for c in constants {
         match c {
             Value::Tensor(t) => {
@@ -712,12 +1366,7 @@ pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
         .cloned()
         .ok_or_else(|| imp.err(format!("the root module ({}) has no forward", qualified_name(&root))))?;
     // Graph inputs: forward's arguments, then every parameter, then every buffer.
-    let mut args = Vec::new();
-    for (name, ann) in &forward.params[1..] {
-        let ty = input_type(ann)
-            .ok_or_else(|| imp.err(format!("forward's argument {name}: type {ann} is not supported")))?;
-        args.push(Sym::Value(imp.graph.add_input(ty, Some(name))));
-    }
+    let args = imp.inputs(&forward)?;
     let mut parameters = Vec::new();
     let mut buffers = Vec::new();
     for m in 0..imp.mods.len() {
@@ -735,11 +1384,92 @@ pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
         let v = imp.graph.add_input(JitType::Tensor(crate::types::TensorType::of(t)), Some(name));
         imp.tensors.insert(name.clone(), v);
     }
-    let out = imp.inline(0, "forward", args)?;
+    let out = imp.inline(0, "forward", args[1..].to_vec())?;
     let v = imp.value(out)?;
     imp.graph.add_output(v);
     imp.graph.lint()?;
     let parameters = parameters.into_iter().map(|(n, t)| Ok((n, Parameter::new(t)?))).collect::<Result<Vec<_>>>()?;
     let buffers = buffers.into_iter().map(|(n, t)| (n, Buffer::new(t))).collect();
     ScriptModule::new(imp.graph, parameters, buffers)
+}
+
+impl Importer<'_> {
+    /// Graph inputs for the parameters of `def` after its first (`self`), typed by their
+    /// annotations (unannotated: `Tensor`, as in TorchScript); `args[0]` is the root module.
+    fn inputs(&mut self, def: &Method) -> Result<Vec<Sym>> {
+        let mut args = vec![Sym::Module(0)];
+        for p in def.params.iter().skip(1) {
+            let ty = match &p.ty {
+                None => JitType::tensor(),
+                Some(t) => annotation_type(t).ok_or_else(|| {
+                    self.err(format!("{}'s argument {}: type {t:?} is not supported", def.name, p.name))
+                })?,
+            };
+            args.push(Sym::Value(self.graph.add_input(ty, Some(&p.name))));
+        }
+        Ok(args)
+    }
+}
+
+/// Compiles TorchScript source text: its function `name` (with the others it calls inlined)
+/// becomes a [`ScriptModule`] without parameters, whose inputs are the function's arguments in
+/// order (typed by their annotations; unannotated ones are tensors, as in TorchScript).
+///
+/// ```
+/// use aten::{IValue, Tensor};
+/// let m = jit::script_function(
+///     "def f(x: Tensor, n: int) -> Tensor:\n    for i in range(n):\n        x = x * 2\n    return x\n",
+///     "f",
+/// )
+/// .unwrap();
+/// let out = m.forward_values(&[IValue::Tensor(Tensor::from_slice(&[1.0f32])), IValue::Int(3)]).unwrap();
+/// assert!(matches!(&out[0], IValue::Tensor(t) if t.to_vec::<f32>().unwrap() == vec![8.0]));
+/// ```
+pub fn script_function(source: &str, name: &str) -> Result<ScriptModule> {
+    let file = parse_source(source, "<script>")?;
+    if let Some(c) = file.classes.first() {
+        return Err(Error::invalid(
+            "jit::script",
+            format!(
+                "<script>: class {}: classes are compiled from archives (jit::load); jit::script compiles functions",
+                c.name
+            ),
+        ));
+    }
+    let mut imp = Importer::new(None, "<script>".into(), "jit::script");
+    for f in file.functions {
+        imp.functions.insert(f.name.clone(), Rc::new(f));
+    }
+    let def = imp.functions.get(name).cloned().ok_or_else(|| {
+        let mut names: Vec<&String> = imp.functions.keys().collect();
+        names.sort();
+        Error::invalid("jit::script", format!("<script>: no function {name} (the source has {names:?})"))
+    })?;
+    let mut args = Vec::new();
+    for p in &def.params {
+        let ty = match &p.ty {
+            None => JitType::tensor(),
+            Some(t) => annotation_type(t)
+                .ok_or_else(|| imp.err(format!("{name}'s argument {}: type {t:?} is not supported", p.name)))?,
+        };
+        args.push(Sym::Value(imp.graph.add_input(ty, Some(&p.name))));
+    }
+    let out = imp.inline_function(&def, args, Vec::new())?;
+    let v = imp.value(out)?;
+    imp.graph.add_output(v);
+    imp.graph.lint()?;
+    let module = ScriptModule::new(imp.graph, Vec::new(), Vec::new())?;
+    module.compile()?;
+    Ok(module)
+}
+
+/// Compiles the last function of TorchScript source text ([`script_function`]).
+pub fn script(source: &str) -> Result<ScriptModule> {
+    let file = parse_source(source, "<script>")?;
+    let last = file
+        .functions
+        .last()
+        .map(|f| f.name.clone())
+        .ok_or_else(|| Error::invalid("jit::script", "<script>: the source has no function"))?;
+    script_function(source, &last)
 }

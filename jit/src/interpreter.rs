@@ -140,6 +140,28 @@ enum Builtin {
     Not,
     Print,
     RaiseException,
+    /// `prim::unchecked_cast`: the value itself, under a narrower type.
+    Identity,
+    /// `prim::Uninitialized`: what a branch that raised leaves in an `If`'s outputs.
+    Uninitialized,
+    /// `aten::__is__` / `aten::__isnot__` (`true`: `is not`).
+    Is(bool),
+    /// `aten::append`: the list with one more element (Note [Functional lists]).
+    Append,
+    /// `aten::format`: `"{}"` fields replaced by the arguments.
+    Format,
+    /// `aten::__range_length(lo, hi, step)`: how many values `range` gives.
+    RangeLength,
+    /// `aten::__derive_index(k, lo, step)`: the k-th value of a range.
+    DeriveIndex,
+    /// `prim::min` / `prim::max` of two numbers (`true`: max).
+    MinMax(bool),
+    /// `aten::__contains__(list, x)`: Python's `x in list`.
+    Contains,
+    /// `prim::dtype(t)`: the dtype's code.
+    DtypeOf,
+    /// `prim::device(t)`.
+    DeviceOf,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -159,6 +181,7 @@ enum ArithOp {
     Neg,
     And,
     Or,
+    Pow,
 }
 
 /// The typed calling conventions the interpreter calls without boxing (Note [Unboxed calls]):
@@ -338,8 +361,14 @@ fn arith(name: &str, n_inputs: usize) -> Option<ArithOp> {
         ("neg", 1) => Neg,
         ("__and__", 2) => And,
         ("__or__", 2) => Or,
+        ("pow", 2) => Pow,
         _ => return None,
     })
+}
+
+/// Whether `aten::<name>` of two numbers is one of the interpreter's arithmetic builtins.
+pub fn is_number_op(name: &str) -> bool {
+    arith(name, 2).is_some()
 }
 
 fn is_number(t: &JitType) -> bool {
@@ -370,6 +399,19 @@ fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
         "aten::__not__" => Builtin::Not,
         "prim::Print" => Builtin::Print,
         "prim::RaiseException" => Builtin::RaiseException,
+        "prim::unchecked_cast" => Builtin::Identity,
+        "prim::Uninitialized" => Builtin::Uninitialized,
+        "aten::__is__" => Builtin::Is(false),
+        "aten::__isnot__" => Builtin::Is(true),
+        "aten::append" => Builtin::Append,
+        "aten::format" => Builtin::Format,
+        "aten::__range_length" => Builtin::RangeLength,
+        "aten::__derive_index" => Builtin::DeriveIndex,
+        "prim::min" => Builtin::MinMax(false),
+        "prim::max" => Builtin::MinMax(true),
+        "aten::__contains__" => Builtin::Contains,
+        "prim::dtype" => Builtin::DtypeOf,
+        "prim::device" => Builtin::DeviceOf,
         _ => {
             let name = kind.strip_prefix("aten::")?;
             let op = arith(name, ins.len())?;
@@ -1068,7 +1110,98 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
                 Some(IValue::Str(s)) => s.clone(),
                 _ => "Exception".into(),
             };
-            Err(run_error(format!("the graph raised: {msg}")))
+            // `builtins.ValueError` → `ValueError: msg`, as Python prints an exception.
+            match vals.get(1) {
+                Some(IValue::Str(class)) => {
+                    let class = class.rsplit('.').next().unwrap_or(class);
+                    Err(run_error(format!("the graph raised {class}: {msg}")))
+                }
+                _ => Err(run_error(format!("the graph raised: {msg}"))),
+            }
+        }
+        Builtin::Identity => one(vals.pop().unwrap_or(IValue::None)),
+        Builtin::Uninitialized => one(IValue::None),
+        Builtin::Is(negate) => {
+            let [a, b] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("`is` takes two values"))?;
+            // Only `None` has an identity a graph can test (`x is None`); two tensors are the
+            // same object when they share their implementation.
+            let same = match (&a, &b) {
+                (IValue::None, IValue::None) => true,
+                (IValue::None, _) | (_, IValue::None) => false,
+                (IValue::Tensor(x), IValue::Tensor(y)) => x.is_same(y),
+                (x, y) => format!("{x:?}") == format!("{y:?}"),
+            };
+            one(IValue::Bool(same != negate))
+        }
+        Builtin::Append => {
+            let [list, x] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("append takes a list and a value"))?;
+            one(match (list, x) {
+                (IValue::TensorList(mut v), IValue::Tensor(t)) => {
+                    v.push(t);
+                    IValue::TensorList(v)
+                }
+                (IValue::OptionalTensorList(mut v), x) => {
+                    v.push(match x {
+                        IValue::Tensor(t) => Some(t),
+                        _ => None,
+                    });
+                    IValue::OptionalTensorList(v)
+                }
+                (IValue::IntList(mut v), x) => {
+                    v.push(x.to_int("append", "el")?);
+                    IValue::IntList(v)
+                }
+                (IValue::DoubleList(mut v), x) => {
+                    v.push(as_f64(&x)?);
+                    IValue::DoubleList(v)
+                }
+                (IValue::BoolList(mut v), x) => {
+                    v.push(truth(&x)?);
+                    IValue::BoolList(v)
+                }
+                (l, x) => return Err(run_error(format!("cannot append a {} to a {}", x.kind(), l.kind()))),
+            })
+        }
+        Builtin::Format => {
+            let mut it = vals.into_iter();
+            let fmt = match it.next() {
+                Some(IValue::Str(s)) => s,
+                _ => return Err(run_error("format needs a format string")),
+            };
+            one(IValue::Str(format_fields(&fmt, it.collect())?))
+        }
+        Builtin::RangeLength => {
+            let [lo, hi, step] = ints3(&vals, "__range_length")?;
+            if step == 0 {
+                return Err(run_error("range() arg 3 must not be zero"));
+            }
+            let n =
+                if step > 0 { (hi - lo + step - 1).div_euclid(step) } else { (lo - hi - step - 1).div_euclid(-step) };
+            one(IValue::Int(n.max(0)))
+        }
+        Builtin::DeriveIndex => {
+            let [k, lo, step] = ints3(&vals, "__derive_index")?;
+            one(IValue::Int(lo + k * step))
+        }
+        Builtin::Contains => {
+            let [list, x] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("`in` takes a list and a value"))?;
+            let key = display(&x);
+            let found = list_elements(list)?.iter().any(|item| match (item, &x) {
+                (IValue::Tensor(a), IValue::Tensor(b)) => a.is_same(b),
+                (a, b) if is_num(a) && is_num(b) => as_f64(a).ok() == as_f64(b).ok(),
+                (a, _) => display(a) == key,
+            });
+            one(IValue::Bool(found))
+        }
+        Builtin::DtypeOf => one(IValue::Int(tensor(vals.pop().unwrap_or(IValue::None), "prim::dtype")?.dtype() as i64)),
+        Builtin::DeviceOf => one(IValue::Device(tensor(vals.pop().unwrap_or(IValue::None), "prim::device")?.device())),
+        Builtin::MinMax(max) => {
+            let [a, b] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("min/max take two numbers"))?;
+            let ints = matches!((&a, &b), (IValue::Int(_) | IValue::Bool(_), IValue::Int(_) | IValue::Bool(_)));
+            let (x, y) = (as_f64(&a)?, as_f64(&b)?);
+            let first = if max { x >= y } else { x <= y };
+            let pick = if first { a } else { b };
+            one(if ints { pick } else { IValue::Double(as_f64(&pick)?) })
         }
         Builtin::Arith(op) => one(arith_eval(op, &vals)?),
     }
@@ -1087,6 +1220,68 @@ fn compare<T: PartialOrd>(op: ArithOp, x: T, y: T, zero: T) -> bool {
         ArithOp::Or => x != zero || y != zero,
         other => unreachable!("{other:?} is arithmetic, not a comparison"),
     }
+}
+
+fn is_num(v: &IValue) -> bool {
+    matches!(v, IValue::Int(_) | IValue::Double(_) | IValue::Bool(_))
+}
+
+fn ints3(vals: &[IValue], what: &str) -> Result<[i64; 3]> {
+    let [a, b, c] = vals else { return Err(run_error(format!("{what} takes three ints"))) };
+    Ok([a.to_int(what, "a")?, b.to_int(what, "b")?, c.to_int(what, "c")?])
+}
+
+/// How `format` and `print` show a value (Python's `str`).
+fn display(v: &IValue) -> String {
+    match v {
+        IValue::None => "None".into(),
+        IValue::Int(i) => i.to_string(),
+        IValue::Double(x) if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e16 => format!("{x:.1}"),
+        IValue::Double(x) => x.to_string(),
+        IValue::Bool(b) => if *b { "True" } else { "False" }.into(),
+        IValue::Str(s) => s.clone(),
+        IValue::Tensor(t) => t.to_string(),
+        IValue::Tuple(items) => {
+            let parts: Vec<String> = items.iter().map(display).collect();
+            format!("({}{})", parts.join(", "), if parts.len() == 1 { "," } else { "" })
+        }
+        other => match list_elements(other.clone()) {
+            Ok(items) => format!("[{}]", items.iter().map(display).collect::<Vec<_>>().join(", ")),
+            Err(_) => format!("{other:?}"),
+        },
+    }
+}
+
+/// `"{}"` fields of `fmt` replaced by `args` in order (`{{`/`}}` are braces).
+fn format_fields(fmt: &str, args: Vec<IValue>) -> Result<String> {
+    let mut out = String::new();
+    let mut args = args.iter();
+    let mut chars = fmt.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                out.push('}');
+            }
+            '{' => {
+                for f in chars.by_ref() {
+                    if f == '}' {
+                        break;
+                    }
+                }
+                let a = args
+                    .next()
+                    .ok_or_else(|| run_error(format!("format string {fmt:?} has more fields than arguments")))?;
+                out.push_str(&display(a));
+            }
+            c => out.push(c),
+        }
+    }
+    Ok(out)
 }
 
 fn arith_eval(op: ArithOp, vals: &[IValue]) -> Result<IValue> {
@@ -1120,6 +1315,9 @@ fn arith_eval(op: ArithOp, vals: &[IValue]) -> Result<IValue> {
                 let r = x.wrapping_rem(y);
                 IValue::Int(if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r })
             }
+            // Python: a negative integer exponent gives a float.
+            Pow if y < 0 => IValue::Double((x as f64).powf(y as f64)),
+            Pow => IValue::Int(x.wrapping_pow(y.min(u32::MAX as i64) as u32)),
             cmp => IValue::Bool(compare(cmp, x, y, 0)),
         });
     }
@@ -1131,6 +1329,7 @@ fn arith_eval(op: ArithOp, vals: &[IValue]) -> Result<IValue> {
         Div => IValue::Double(x / y),
         FloorDiv => IValue::Double((x / y).floor()),
         Remainder => IValue::Double(x - (x / y).floor() * y),
+        Pow => IValue::Double(x.powf(y)),
         cmp => IValue::Bool(compare(cmp, x, y, 0.0)),
     })
 }

@@ -197,6 +197,15 @@ impl Graph {
         v
     }
 
+    /// Adds an output to node `n` (an `If` or `Loop`, whose outputs are known only once its
+    /// blocks are built).
+    pub fn add_node_output(&mut self, n: NodeId, ty: JitType) -> ValueId {
+        let k = self.nodes[n.0 as usize].outputs.len();
+        let v = self.new_value(ty, ValueDef::Node(n, k));
+        self.nodes[n.0 as usize].outputs.push(v);
+        v
+    }
+
     /// Appends a value to what a block returns (for block 0: a graph output).
     pub fn add_return(&mut self, b: BlockId, v: ValueId) {
         let k = self.blocks[b.0 as usize].returns.len();

@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 
 pub mod archive;
+mod emit;
 #[allow(unsafe_code)]
 pub mod fusion;
 pub mod import;
@@ -22,6 +23,7 @@ pub mod tracer;
 pub mod types;
 
 pub use archive::load;
+pub use import::{script, script_function};
 pub use interpreter::Code;
 pub use ir::{Attr, BlockId, Constant, Graph, NodeId, Use, ValueDef, ValueId};
 pub use module::{trace, trace_module, ScriptModule};

@@ -1548,8 +1548,8 @@ impl<'a> ArangeStart<'a> {
 /// The builder of [`linspace`](crate::front::linspace); overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
 /// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4002)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4122)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4126)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4138)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -10752,8 +10752,8 @@ impl<'a> TakeAlongDim<'a> {
 /// The builder of [`logspace`](crate::front::logspace); overloads:
 /// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3351)
 /// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4130)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4134)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Logspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -13468,8 +13468,148 @@ impl<'a> Allclose<'a> {
     }
 }
 
+/// The builder of [`rnn_tanh_cell`](crate::front::rnn_tanh_cell); overloads:
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4026)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct RnnTanhCell<'a> {
+    pub(crate) input: &'a Tensor,
+    pub(crate) hx: &'a Tensor,
+    pub(crate) w_ih: &'a Tensor,
+    pub(crate) w_hh: &'a Tensor,
+    pub(crate) b_ih: Option<&'a Tensor>,
+    pub(crate) b_hh: Option<&'a Tensor>,
+}
+
+impl<'a> RnnTanhCell<'a> {
+    /// Sets `b_ih` (default `None`).
+    #[inline]
+    pub fn b_ih(mut self, v: &'a Tensor) -> Self {
+        self.b_ih = Some(v);
+        self
+    }
+
+    /// Sets `b_hh` (default `None`).
+    #[inline]
+    pub fn b_hh(mut self, v: &'a Tensor) -> Self {
+        self.b_hh = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let RnnTanhCell { input, hx, w_ih, w_hh, b_ih, b_hh, .. } = self;
+        crate::handles::rnn_tanh_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
+    }
+}
+
+/// The builder of [`rnn_relu_cell`](crate::front::rnn_relu_cell); overloads:
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct RnnReluCell<'a> {
+    pub(crate) input: &'a Tensor,
+    pub(crate) hx: &'a Tensor,
+    pub(crate) w_ih: &'a Tensor,
+    pub(crate) w_hh: &'a Tensor,
+    pub(crate) b_ih: Option<&'a Tensor>,
+    pub(crate) b_hh: Option<&'a Tensor>,
+}
+
+impl<'a> RnnReluCell<'a> {
+    /// Sets `b_ih` (default `None`).
+    #[inline]
+    pub fn b_ih(mut self, v: &'a Tensor) -> Self {
+        self.b_ih = Some(v);
+        self
+    }
+
+    /// Sets `b_hh` (default `None`).
+    #[inline]
+    pub fn b_hh(mut self, v: &'a Tensor) -> Self {
+        self.b_hh = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let RnnReluCell { input, hx, w_ih, w_hh, b_ih, b_hh, .. } = self;
+        crate::handles::rnn_relu_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
+    }
+}
+
+/// The builder of [`gru_cell`](crate::front::gru_cell); overloads:
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct GruCell<'a> {
+    pub(crate) input: &'a Tensor,
+    pub(crate) hx: &'a Tensor,
+    pub(crate) w_ih: &'a Tensor,
+    pub(crate) w_hh: &'a Tensor,
+    pub(crate) b_ih: Option<&'a Tensor>,
+    pub(crate) b_hh: Option<&'a Tensor>,
+}
+
+impl<'a> GruCell<'a> {
+    /// Sets `b_ih` (default `None`).
+    #[inline]
+    pub fn b_ih(mut self, v: &'a Tensor) -> Self {
+        self.b_ih = Some(v);
+        self
+    }
+
+    /// Sets `b_hh` (default `None`).
+    #[inline]
+    pub fn b_hh(mut self, v: &'a Tensor) -> Self {
+        self.b_hh = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let GruCell { input, hx, w_ih, w_hh, b_ih, b_hh, .. } = self;
+        crate::handles::gru_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
+    }
+}
+
+/// The builder of [`lstm_cell`](crate::front::lstm_cell); overloads:
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4038)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct LstmCell<'a> {
+    pub(crate) input: &'a Tensor,
+    pub(crate) hx: TensorList<'a>,
+    pub(crate) w_ih: &'a Tensor,
+    pub(crate) w_hh: &'a Tensor,
+    pub(crate) b_ih: Option<&'a Tensor>,
+    pub(crate) b_hh: Option<&'a Tensor>,
+}
+
+impl<'a> LstmCell<'a> {
+    /// Sets `b_ih` (default `None`).
+    #[inline]
+    pub fn b_ih(mut self, v: &'a Tensor) -> Self {
+        self.b_ih = Some(v);
+        self
+    }
+
+    /// Sets `b_hh` (default `None`).
+    #[inline]
+    pub fn b_hh(mut self, v: &'a Tensor) -> Self {
+        self.b_hh = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<(Tensor, Tensor)> {
+        let LstmCell { input, hx, w_ih, w_hh, b_ih, b_hh, .. } = self;
+        crate::handles::lstm_cell::call(input, hx.as_slice(), w_ih, w_hh, b_ih, b_hh)
+    }
+}
+
 /// The builder of [`as_strided_scatter`](crate::front::as_strided_scatter); overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4030)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4046)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13498,7 +13638,7 @@ impl<'a> AsStridedScatter<'a> {
 }
 
 /// The builder of [`multi_margin_loss`](crate::front::multi_margin_loss); overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4058)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4074)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultiMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13554,7 +13694,7 @@ impl<'a> MultiMarginLoss<'a> {
 }
 
 /// The builder of [`multilabel_margin_loss`](crate::front::multilabel_margin_loss); overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4062)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultilabelMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13579,7 +13719,7 @@ impl<'a> MultilabelMarginLoss<'a> {
 }
 
 /// The builder of [`unique_consecutive`](crate::front::unique_consecutive); overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4066)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4082)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UniqueConsecutive<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13624,7 +13764,7 @@ impl<'a> UniqueConsecutive<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact1d`](crate::front::_upsample_nearest_exact1d); overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4084)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4100)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13650,7 +13790,7 @@ impl<'a> PrivateUpsampleNearestExact1d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact2d`](crate::front::_upsample_nearest_exact2d); overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4088)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4104)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13684,7 +13824,7 @@ impl<'a> PrivateUpsampleNearestExact2d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact3d`](crate::front::_upsample_nearest_exact3d); overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4092)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13726,7 +13866,7 @@ impl<'a> PrivateUpsampleNearestExact3d<'a> {
 }
 
 /// The builder of [`fft_irfft`](crate::front::fft_irfft); overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4098)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13766,7 +13906,7 @@ impl<'a> FftIrfft<'a> {
 }
 
 /// The builder of [`fft_irfft2`](crate::front::fft_irfft2); overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4102)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13808,7 +13948,7 @@ impl<'a> FftIrfft2<'a> {
 }
 
 /// The builder of [`fft_irfftn`](crate::front::fft_irfftn); overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4106)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13850,7 +13990,7 @@ impl<'a> FftIrfftn<'a> {
 }
 
 /// The builder of [`fft_hfft`](crate::front::fft_hfft); overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4110)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13890,7 +14030,7 @@ impl<'a> FftHfft<'a> {
 }
 
 /// The builder of [`fft_hfft2`](crate::front::fft_hfft2); overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13932,7 +14072,7 @@ impl<'a> FftHfft2<'a> {
 }
 
 /// The builder of [`fft_hfftn`](crate::front::fft_hfftn); overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13974,7 +14114,7 @@ impl<'a> FftHfftn<'a> {
 }
 
 /// The builder of [`gradient`](crate::front::gradient); overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4138)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4154)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gradient<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14014,7 +14154,7 @@ impl<'a> Gradient<'a> {
 }
 
 /// The builder of [`histogram`](crate::front::histogram); overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4142)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4158)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogram<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14062,7 +14202,7 @@ impl<'a> Histogram<'a> {
 }
 
 /// The builder of [`histogramdd`](crate::front::histogramdd); overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4146)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4162)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogramdd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14104,7 +14244,7 @@ impl<'a> Histogramdd<'a> {
 }
 
 /// The builder of [`histogramdd_int_bins`](crate::front::histogramdd_int_bins); overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4150)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddIntBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14145,7 +14285,7 @@ impl<'a> HistogramddIntBins<'a> {
 }
 
 /// The builder of [`histogram_bins_tensor`](crate::front::histogram_bins_tensor); overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4154)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4170)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramBinsTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14178,7 +14318,7 @@ impl<'a> HistogramBinsTensor<'a> {
 }
 
 /// The builder of [`histogramdd_tensorlist_bins`](crate::front::histogramdd_tensorlist_bins); overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4158)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4174)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddTensorlistBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14225,7 +14365,7 @@ impl<'a> HistogramddTensorlistBins<'a> {
 }
 
 /// The builder of [`upsample_trilinear3d`](crate::front::upsample_trilinear3d); overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4172)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4188)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleTrilinear3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14268,7 +14408,7 @@ impl<'a> UpsampleTrilinear3d<'a> {
 }
 
 /// The builder of [`upsample_bicubic2d`](crate::front::upsample_bicubic2d); overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4176)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleBicubic2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14303,7 +14443,7 @@ impl<'a> UpsampleBicubic2d<'a> {
 }
 
 /// The builder of [`segment_reduce`](crate::front::segment_reduce); overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4180)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4196)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SegmentReduce<'a> {
     pub(crate) data: &'a Tensor,
@@ -14377,7 +14517,7 @@ impl<'a> SegmentReduce<'a> {
 }
 
 /// The builder of [`_sparse_coo_tensor_with_dims_and_tensors`](crate::front::_sparse_coo_tensor_with_dims_and_tensors); overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4186)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4202)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseCooTensorWithDimsAndTensors<'a> {
     pub(crate) sparse_dim: i64,
@@ -14461,7 +14601,7 @@ impl<'a> PrivateSparseCooTensorWithDimsAndTensors<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor`](crate::front::sparse_coo_tensor); overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4190)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensor<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14529,7 +14669,7 @@ impl<'a> SparseCooTensor<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_indices`](crate::front::sparse_coo_tensor_indices); overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4194)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorIndices<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14594,7 +14734,7 @@ impl<'a> SparseCooTensorIndices<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_size`](crate::front::sparse_coo_tensor_size); overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4198)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4214)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorSize<'a> {
     pub(crate) size: IntList<'a>,
@@ -14643,7 +14783,7 @@ impl<'a> SparseCooTensorSize<'a> {
 }
 
 /// The builder of [`to_dense`](crate::front::to_dense); overloads:
-/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4258)
+/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4274)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14675,7 +14815,7 @@ impl<'a> ToDense<'a> {
 }
 
 /// The builder of [`_to_dense`](crate::front::_to_dense); overloads:
-/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4263)
+/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4279)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14707,7 +14847,7 @@ impl<'a> PrivateToDense<'a> {
 }
 
 /// The builder of [`to_dense_backward`](crate::front::to_dense_backward); overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4269)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4285)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDenseBackward<'a> {
     pub(crate) grad: &'a Tensor,
@@ -14732,7 +14872,7 @@ impl<'a> ToDenseBackward<'a> {
 }
 
 /// The builder of [`to_sparse`](crate::front::to_sparse); overloads:
-/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4278)
+/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4294)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14773,7 +14913,7 @@ impl<'a> ToSparse<'a> {
 }
 
 /// The builder of [`_sparse_addmm`](crate::front::_sparse_addmm); overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4307)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4323)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseAddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14813,7 +14953,7 @@ impl<'a> PrivateSparseAddmm<'a> {
 }
 
 /// The builder of [`sspaddmm`](crate::front::sspaddmm); overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4319)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sspaddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14853,7 +14993,7 @@ impl<'a> Sspaddmm<'a> {
 }
 
 /// The builder of [`_sparse_softmax_int`](crate::front::_sparse_softmax_int); overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4324)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4340)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14878,7 +15018,7 @@ impl<'a> PrivateSparseSoftmaxInt<'a> {
 }
 
 /// The builder of [`_sparse_log_softmax_int`](crate::front::_sparse_log_softmax_int); overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4336)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4352)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseLogSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14903,7 +15043,7 @@ impl<'a> PrivateSparseLogSoftmaxInt<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor`](crate::front::sparse_csr_tensor); overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4352)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4368)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensor<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -14964,7 +15104,7 @@ impl<'a> SparseCsrTensor<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor_crow_col_value`](crate::front::sparse_csr_tensor_crow_col_value); overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4356)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensorCrowColValue<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15024,7 +15164,7 @@ impl<'a> SparseCsrTensorCrowColValue<'a> {
 }
 
 /// The builder of [`to_sparse_csr`](crate::front::to_sparse_csr); overloads:
-/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4370)
+/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4386)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15048,7 +15188,7 @@ impl<'a> ToSparseCsr<'a> {
 }
 
 /// The builder of [`_to_sparse_csr`](crate::front::_to_sparse_csr); overloads:
-/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4375)
+/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4391)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15072,7 +15212,7 @@ impl<'a> PrivateToSparseCsr<'a> {
 }
 
 /// The builder of [`_foreach_add_list`](crate::front::_foreach_add_list); overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4394)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4410)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddList<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15097,7 +15237,7 @@ impl<'a> PrivateForeachAddList<'a> {
 }
 
 /// The builder of [`_foreach_add_list_`](crate::front::_foreach_add_list_); overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4399)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4415)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddListInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15122,7 +15262,7 @@ impl<'a> PrivateForeachAddListInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcmul`](crate::front::_foreach_addcmul); overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4434)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4450)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmul<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15153,7 +15293,7 @@ impl<'a> PrivateForeachAddcmul<'a> {
 }
 
 /// The builder of [`_foreach_addcmul_`](crate::front::_foreach_addcmul_); overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4439)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4455)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmulInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15184,7 +15324,7 @@ impl<'a> PrivateForeachAddcmulInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv`](crate::front::_foreach_addcdiv); overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4444)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4460)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdiv<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15215,7 +15355,7 @@ impl<'a> PrivateForeachAddcdiv<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv_`](crate::front::_foreach_addcdiv_); overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4449)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4465)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdivInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15246,7 +15386,7 @@ impl<'a> PrivateForeachAddcdivInplace<'a> {
 }
 
 /// The builder of [`_foreach_copy_`](crate::front::_foreach_copy_); overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4499)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4515)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachCopyInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15271,7 +15411,7 @@ impl<'a> PrivateForeachCopyInplace<'a> {
 }
 
 /// The builder of [`_foreach_norm`](crate::front::_foreach_norm); overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4504)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4520)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachNorm<'a> {
     pub(crate) self_: TensorList<'a>,

@@ -397,8 +397,8 @@ pub fn arange_start<'a>(start: impl Into<Scalar>, end: impl Into<Scalar>) -> bui
 /// `linspace`; overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
 /// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4002)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4122)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4126)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4138)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
 #[inline]
 pub fn linspace<'a>(
     start: impl Into<TensorOrScalar<'a>>,
@@ -4272,8 +4272,8 @@ pub fn narrow_tensor<'a>(self_: &'a Tensor, dim: i64, start: &'a Tensor, length:
 /// `logspace`; overloads:
 /// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3351)
 /// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4130)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4134)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
 #[inline]
 pub fn logspace<'a>(
     start: impl Into<TensorOrScalar<'a>>,
@@ -5625,8 +5625,51 @@ pub fn lstm<'a>(
     )
 }
 
+/// `rnn_tanh_cell`; overloads:
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4026)
+#[inline]
+pub fn rnn_tanh_cell<'a>(
+    input: &'a Tensor,
+    hx: &'a Tensor,
+    w_ih: &'a Tensor,
+    w_hh: &'a Tensor,
+) -> builders::RnnTanhCell<'a> {
+    builders::RnnTanhCell { input, hx, w_ih, w_hh, b_ih: None, b_hh: None }
+}
+
+/// `rnn_relu_cell`; overloads:
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
+#[inline]
+pub fn rnn_relu_cell<'a>(
+    input: &'a Tensor,
+    hx: &'a Tensor,
+    w_ih: &'a Tensor,
+    w_hh: &'a Tensor,
+) -> builders::RnnReluCell<'a> {
+    builders::RnnReluCell { input, hx, w_ih, w_hh, b_ih: None, b_hh: None }
+}
+
+/// `gru_cell`; overloads:
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
+#[inline]
+pub fn gru_cell<'a>(input: &'a Tensor, hx: &'a Tensor, w_ih: &'a Tensor, w_hh: &'a Tensor) -> builders::GruCell<'a> {
+    builders::GruCell { input, hx, w_ih, w_hh, b_ih: None, b_hh: None }
+}
+
+/// `lstm_cell`; overloads:
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4038)
+#[inline]
+pub fn lstm_cell<'a>(
+    input: &'a Tensor,
+    hx: impl Into<TensorList<'a>>,
+    w_ih: &'a Tensor,
+    w_hh: &'a Tensor,
+) -> builders::LstmCell<'a> {
+    builders::LstmCell { input, hx: hx.into(), w_ih, w_hh, b_ih: None, b_hh: None }
+}
+
 /// `_chunk_cat`; overloads:
-/// - `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4026)
+/// - `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4042)
 #[inline]
 pub fn _chunk_cat<'a>(tensors: impl Into<TensorList<'a>>, dim: i64, num_chunks: i64) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -5634,7 +5677,7 @@ pub fn _chunk_cat<'a>(tensors: impl Into<TensorList<'a>>, dim: i64, num_chunks: 
 }
 
 /// `as_strided_scatter`; overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4030)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4046)
 #[inline]
 pub fn as_strided_scatter<'a>(
     self_: &'a Tensor,
@@ -5646,14 +5689,14 @@ pub fn as_strided_scatter<'a>(
 }
 
 /// `nonzero_numpy`; overloads:
-/// - `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4034)
+/// - `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4050)
 #[inline]
 pub fn nonzero_numpy<'a>(self_: &'a Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
 /// `_unsafe_masked_index`; overloads:
-/// - `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4038)
+/// - `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4054)
 #[inline]
 pub fn _unsafe_masked_index<'a>(
     self_: &'a Tensor,
@@ -5666,7 +5709,7 @@ pub fn _unsafe_masked_index<'a>(
 }
 
 /// `_unsafe_masked_index_put_accumulate`; overloads:
-/// - `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4042)
+/// - `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4058)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate<'a>(
     self_: &'a Tensor,
@@ -5678,7 +5721,7 @@ pub fn _unsafe_masked_index_put_accumulate<'a>(
 }
 
 /// `im2col`; overloads:
-/// - `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4046)
+/// - `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4062)
 #[inline]
 pub fn im2col<'a>(
     self_: &'a Tensor,
@@ -5699,42 +5742,42 @@ pub fn im2col<'a>(
 }
 
 /// `linalg_matrix_sqrth`; overloads:
-/// - `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4050)
+/// - `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4066)
 #[inline]
 pub fn linalg_matrix_sqrth<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
 /// `linalg_polar`; overloads:
-/// - `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4054)
+/// - `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4070)
 #[inline]
 pub fn linalg_polar<'a>(a_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
 /// `multi_margin_loss`; overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4058)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4074)
 #[inline]
 pub fn multi_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::MultiMarginLoss<'a> {
     builders::MultiMarginLoss { self_, target, p: None, margin: None, weight: None, reduction: None }
 }
 
 /// `multilabel_margin_loss`; overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4062)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
 #[inline]
 pub fn multilabel_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::MultilabelMarginLoss<'a> {
     builders::MultilabelMarginLoss { self_, target, reduction: None }
 }
 
 /// `unique_consecutive`; overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4066)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4082)
 #[inline]
 pub fn unique_consecutive<'a>(self_: &'a Tensor) -> builders::UniqueConsecutive<'a> {
     builders::UniqueConsecutive { self_, return_inverse: None, return_counts: None, dim: None }
 }
 
 /// `_upsample_nearest_exact1d`; overloads:
-/// - `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4072)
+/// - `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4088)
 #[inline]
 pub fn _upsample_nearest_exact1d_vec<'a>(
     input: &'a Tensor,
@@ -5745,7 +5788,7 @@ pub fn _upsample_nearest_exact1d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact2d`; overloads:
-/// - `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4076)
+/// - `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4092)
 #[inline]
 pub fn _upsample_nearest_exact2d_vec<'a>(
     input: &'a Tensor,
@@ -5756,7 +5799,7 @@ pub fn _upsample_nearest_exact2d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact3d`; overloads:
-/// - `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4080)
+/// - `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4096)
 #[inline]
 pub fn _upsample_nearest_exact3d_vec<'a>(
     input: &'a Tensor,
@@ -5767,7 +5810,7 @@ pub fn _upsample_nearest_exact3d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact1d`; overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4084)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4100)
 #[inline]
 pub fn _upsample_nearest_exact1d<'a>(
     self_: &'a Tensor,
@@ -5777,7 +5820,7 @@ pub fn _upsample_nearest_exact1d<'a>(
 }
 
 /// `_upsample_nearest_exact2d`; overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4088)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4104)
 #[inline]
 pub fn _upsample_nearest_exact2d<'a>(
     self_: &'a Tensor,
@@ -5787,7 +5830,7 @@ pub fn _upsample_nearest_exact2d<'a>(
 }
 
 /// `_upsample_nearest_exact3d`; overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4092)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
 #[inline]
 pub fn _upsample_nearest_exact3d<'a>(
     self_: &'a Tensor,
@@ -5803,84 +5846,84 @@ pub fn _upsample_nearest_exact3d<'a>(
 }
 
 /// `fft_irfft`; overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4098)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
 #[inline]
 pub fn fft_irfft<'a>(self_: &'a Tensor) -> builders::FftIrfft<'a> {
     builders::FftIrfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_irfft2`; overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4102)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
 #[inline]
 pub fn fft_irfft2<'a>(self_: &'a Tensor) -> builders::FftIrfft2<'a> {
     builders::FftIrfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_irfftn`; overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4106)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
 #[inline]
 pub fn fft_irfftn<'a>(self_: &'a Tensor) -> builders::FftIrfftn<'a> {
     builders::FftIrfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_hfft`; overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4110)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
 #[inline]
 pub fn fft_hfft<'a>(self_: &'a Tensor) -> builders::FftHfft<'a> {
     builders::FftHfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_hfft2`; overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
 #[inline]
 pub fn fft_hfft2<'a>(self_: &'a Tensor) -> builders::FftHfft2<'a> {
     builders::FftHfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_hfftn`; overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
 #[inline]
 pub fn fft_hfftn<'a>(self_: &'a Tensor) -> builders::FftHfftn<'a> {
     builders::FftHfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `gradient`; overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4138)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4154)
 #[inline]
 pub fn gradient<'a>(self_: &'a Tensor) -> builders::Gradient<'a> {
     builders::Gradient { self_, spacing: None, dim: None, edge_order: None }
 }
 
 /// `histogram`; overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4142)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4158)
 #[inline]
 pub fn histogram<'a>(self_: &'a Tensor) -> builders::Histogram<'a> {
     builders::Histogram { self_, bins: None, range: None, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4146)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4162)
 #[inline]
 pub fn histogramdd<'a>(self_: &'a Tensor, bins: impl Into<IntList<'a>>) -> builders::Histogramdd<'a> {
     builders::Histogramdd { self_, bins: bins.into(), range: None, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4150)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
 #[inline]
 pub fn histogramdd_int_bins<'a>(self_: &'a Tensor, bins: i64) -> builders::HistogramddIntBins<'a> {
     builders::HistogramddIntBins { self_, bins, range: None, weight: None, density: None }
 }
 
 /// `histogram`; overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4154)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4170)
 #[inline]
 pub fn histogram_bins_tensor<'a>(self_: &'a Tensor, bins: &'a Tensor) -> builders::HistogramBinsTensor<'a> {
     builders::HistogramBinsTensor { self_, bins, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4158)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4174)
 #[inline]
 pub fn histogramdd_tensorlist_bins<'a>(
     self_: &'a Tensor,
@@ -5890,7 +5933,7 @@ pub fn histogramdd_tensorlist_bins<'a>(
 }
 
 /// `upsample_trilinear3d`; overloads:
-/// - `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4164)
+/// - `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4180)
 #[inline]
 pub fn upsample_trilinear3d_vec<'a>(
     input: &'a Tensor,
@@ -5902,7 +5945,7 @@ pub fn upsample_trilinear3d_vec<'a>(
 }
 
 /// `upsample_bicubic2d`; overloads:
-/// - `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4168)
+/// - `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4184)
 #[inline]
 pub fn upsample_bicubic2d_vec<'a>(
     input: &'a Tensor,
@@ -5914,7 +5957,7 @@ pub fn upsample_bicubic2d_vec<'a>(
 }
 
 /// `upsample_trilinear3d`; overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4172)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4188)
 #[inline]
 pub fn upsample_trilinear3d<'a>(
     self_: &'a Tensor,
@@ -5932,7 +5975,7 @@ pub fn upsample_trilinear3d<'a>(
 }
 
 /// `upsample_bicubic2d`; overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4176)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
 #[inline]
 pub fn upsample_bicubic2d<'a>(
     self_: &'a Tensor,
@@ -5949,7 +5992,7 @@ pub fn upsample_bicubic2d<'a>(
 }
 
 /// `segment_reduce`; overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4180)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4196)
 #[inline]
 pub fn segment_reduce<'a>(data: &'a Tensor, reduce: &'a str) -> builders::SegmentReduce<'a> {
     builders::SegmentReduce {
@@ -5965,7 +6008,7 @@ pub fn segment_reduce<'a>(data: &'a Tensor, reduce: &'a str) -> builders::Segmen
 }
 
 /// `_sparse_coo_tensor_with_dims_and_tensors`; overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4186)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4202)
 #[inline]
 pub fn _sparse_coo_tensor_with_dims_and_tensors<'a>(
     sparse_dim: i64,
@@ -5989,7 +6032,7 @@ pub fn _sparse_coo_tensor_with_dims_and_tensors<'a>(
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4190)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
 #[inline]
 pub fn sparse_coo_tensor<'a>(
     indices: &'a Tensor,
@@ -6009,7 +6052,7 @@ pub fn sparse_coo_tensor<'a>(
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4194)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
 #[inline]
 pub fn sparse_coo_tensor_indices<'a>(indices: &'a Tensor, values: &'a Tensor) -> builders::SparseCooTensorIndices<'a> {
     builders::SparseCooTensorIndices {
@@ -6024,35 +6067,35 @@ pub fn sparse_coo_tensor_indices<'a>(indices: &'a Tensor, values: &'a Tensor) ->
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4198)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4214)
 #[inline]
 pub fn sparse_coo_tensor_size<'a>(size: impl Into<IntList<'a>>) -> builders::SparseCooTensorSize<'a> {
     builders::SparseCooTensorSize { size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `_coalesce`; overloads:
-/// - `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4254)
+/// - `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4270)
 #[inline]
 pub fn _coalesce<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::_coalesce::call(self_)
 }
 
 /// `to_dense_backward`; overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4269)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4285)
 #[inline]
 pub fn to_dense_backward<'a>(grad: &'a Tensor, input: &'a Tensor) -> builders::ToDenseBackward<'a> {
     builders::ToDenseBackward { grad, input, masked_grad: None }
 }
 
 /// `_sparse_sum`; overloads:
-/// - `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4295)
+/// - `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4311)
 #[inline]
 pub fn _sparse_sum<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::_sparse_sum::call(self_)
 }
 
 /// `_sparse_sum`; overloads:
-/// - `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4299)
+/// - `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4315)
 #[inline]
 pub fn _sparse_sum_dim<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dim: IntList<'a> = dim.into();
@@ -6061,7 +6104,7 @@ pub fn _sparse_sum_dim<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Re
 }
 
 /// `_sparse_sum_backward`; overloads:
-/// - `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4303)
+/// - `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4319)
 #[inline]
 pub fn _sparse_sum_backward<'a>(grad: &'a Tensor, self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dim: IntList<'a> = dim.into();
@@ -6070,49 +6113,49 @@ pub fn _sparse_sum_backward<'a>(grad: &'a Tensor, self_: &'a Tensor, dim: impl I
 }
 
 /// `_sparse_addmm`; overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4307)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4323)
 #[inline]
 pub fn _sparse_addmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::PrivateSparseAddmm<'a> {
     builders::PrivateSparseAddmm { self_, mat1, mat2, beta: None, alpha: None }
 }
 
 /// `_sparse_mm`; overloads:
-/// - `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4311)
+/// - `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4327)
 #[inline]
 pub fn _sparse_mm<'a>(sparse: &'a Tensor, dense: &'a Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
 /// `hspmm`; overloads:
-/// - `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4315)
+/// - `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4331)
 #[inline]
 pub fn hspmm<'a>(mat1: &'a Tensor, mat2: &'a Tensor) -> Result<Tensor> {
     crate::handles::hspmm::call(mat1, mat2)
 }
 
 /// `sspaddmm`; overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4319)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
 #[inline]
 pub fn sspaddmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
     builders::Sspaddmm { self_, mat1, mat2, beta: None, alpha: None }
 }
 
 /// `_sparse_softmax`; overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4324)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4340)
 #[inline]
 pub fn _sparse_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseSoftmaxInt<'a> {
     builders::PrivateSparseSoftmaxInt { self_, dim, dtype: None }
 }
 
 /// `_sparse_softmax`; overloads:
-/// - `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4328)
+/// - `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4344)
 #[inline]
 pub fn _sparse_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
 }
 
 /// `_sparse_softmax_backward_data`; overloads:
-/// - `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4332)
+/// - `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4348)
 #[inline]
 pub fn _sparse_softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -6124,21 +6167,21 @@ pub fn _sparse_softmax_backward_data<'a>(
 }
 
 /// `_sparse_log_softmax`; overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4336)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4352)
 #[inline]
 pub fn _sparse_log_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseLogSoftmaxInt<'a> {
     builders::PrivateSparseLogSoftmaxInt { self_, dim, dtype: None }
 }
 
 /// `_sparse_log_softmax`; overloads:
-/// - `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4340)
+/// - `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4356)
 #[inline]
 pub fn _sparse_log_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
 }
 
 /// `_sparse_log_softmax_backward_data`; overloads:
-/// - `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4344)
+/// - `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4360)
 #[inline]
 pub fn _sparse_log_softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -6150,7 +6193,7 @@ pub fn _sparse_log_softmax_backward_data<'a>(
 }
 
 /// `embedding_sparse_backward`; overloads:
-/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4348)
+/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4364)
 #[inline]
 pub fn embedding_sparse_backward<'a>(
     grad: &'a Tensor,
@@ -6163,7 +6206,7 @@ pub fn embedding_sparse_backward<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4352)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4368)
 #[inline]
 pub fn sparse_csr_tensor<'a>(
     crow_indices: &'a Tensor,
@@ -6184,7 +6227,7 @@ pub fn sparse_csr_tensor<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4356)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value<'a>(
     crow_indices: &'a Tensor,
@@ -6203,7 +6246,7 @@ pub fn sparse_csr_tensor_crow_col_value<'a>(
 }
 
 /// `_foreach_add`; overloads:
-/// - `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4384)
+/// - `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4400)
 #[inline]
 pub fn _foreach_add<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6212,7 +6255,7 @@ pub fn _foreach_add<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_add_`; overloads:
-/// - `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4389)
+/// - `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4405)
 #[inline]
 pub fn _foreach_add_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6221,7 +6264,7 @@ pub fn _foreach_add_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_add`; overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4394)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4410)
 #[inline]
 pub fn _foreach_add_list<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6231,7 +6274,7 @@ pub fn _foreach_add_list<'a>(
 }
 
 /// `_foreach_add_`; overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4399)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4415)
 #[inline]
 pub fn _foreach_add_list_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6241,7 +6284,7 @@ pub fn _foreach_add_list_<'a>(
 }
 
 /// `_foreach_mul`; overloads:
-/// - `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4404)
+/// - `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4420)
 #[inline]
 pub fn _foreach_mul<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6250,7 +6293,7 @@ pub fn _foreach_mul<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_mul_`; overloads:
-/// - `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4409)
+/// - `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4425)
 #[inline]
 pub fn _foreach_mul_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6259,7 +6302,7 @@ pub fn _foreach_mul_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_mul`; overloads:
-/// - `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4414)
+/// - `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4430)
 #[inline]
 pub fn _foreach_mul_list<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6271,7 +6314,7 @@ pub fn _foreach_mul_list<'a>(
 }
 
 /// `_foreach_mul_`; overloads:
-/// - `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4419)
+/// - `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4435)
 #[inline]
 pub fn _foreach_mul_list_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6280,7 +6323,7 @@ pub fn _foreach_mul_list_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into
 }
 
 /// `_foreach_div`; overloads:
-/// - `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4424)
+/// - `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4440)
 #[inline]
 pub fn _foreach_div<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6289,7 +6332,7 @@ pub fn _foreach_div<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_div_`; overloads:
-/// - `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4429)
+/// - `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4445)
 #[inline]
 pub fn _foreach_div_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6298,7 +6341,7 @@ pub fn _foreach_div_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_addcmul`; overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4434)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4450)
 #[inline]
 pub fn _foreach_addcmul<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6314,7 +6357,7 @@ pub fn _foreach_addcmul<'a>(
 }
 
 /// `_foreach_addcmul_`; overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4439)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4455)
 #[inline]
 pub fn _foreach_addcmul_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6330,7 +6373,7 @@ pub fn _foreach_addcmul_<'a>(
 }
 
 /// `_foreach_addcdiv`; overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4444)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4460)
 #[inline]
 pub fn _foreach_addcdiv<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6346,7 +6389,7 @@ pub fn _foreach_addcdiv<'a>(
 }
 
 /// `_foreach_addcdiv_`; overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4449)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4465)
 #[inline]
 pub fn _foreach_addcdiv_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6362,7 +6405,7 @@ pub fn _foreach_addcdiv_<'a>(
 }
 
 /// `_foreach_lerp`; overloads:
-/// - `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4454)
+/// - `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4470)
 #[inline]
 pub fn _foreach_lerp<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6376,7 +6419,7 @@ pub fn _foreach_lerp<'a>(
 }
 
 /// `_foreach_lerp_`; overloads:
-/// - `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4459)
+/// - `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4475)
 #[inline]
 pub fn _foreach_lerp_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6390,7 +6433,7 @@ pub fn _foreach_lerp_<'a>(
 }
 
 /// `_foreach_sqrt`; overloads:
-/// - `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4464)
+/// - `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4480)
 #[inline]
 pub fn _foreach_sqrt<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6398,7 +6441,7 @@ pub fn _foreach_sqrt<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>
 }
 
 /// `_foreach_sqrt_`; overloads:
-/// - `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4469)
+/// - `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4485)
 #[inline]
 pub fn _foreach_sqrt_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6406,7 +6449,7 @@ pub fn _foreach_sqrt_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_neg`; overloads:
-/// - `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4474)
+/// - `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4490)
 #[inline]
 pub fn _foreach_neg<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6414,7 +6457,7 @@ pub fn _foreach_neg<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>>
 }
 
 /// `_foreach_neg_`; overloads:
-/// - `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4479)
+/// - `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4495)
 #[inline]
 pub fn _foreach_neg_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6422,7 +6465,7 @@ pub fn _foreach_neg_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_maximum`; overloads:
-/// - `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4484)
+/// - `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4500)
 #[inline]
 pub fn _foreach_maximum<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6431,7 +6474,7 @@ pub fn _foreach_maximum<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<T
 }
 
 /// `_foreach_maximum_`; overloads:
-/// - `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4489)
+/// - `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4505)
 #[inline]
 pub fn _foreach_maximum_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6440,7 +6483,7 @@ pub fn _foreach_maximum_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<
 }
 
 /// `_foreach_zero_`; overloads:
-/// - `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4494)
+/// - `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4510)
 #[inline]
 pub fn _foreach_zero_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6448,7 +6491,7 @@ pub fn _foreach_zero_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_copy_`; overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4499)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4515)
 #[inline]
 pub fn _foreach_copy_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6458,14 +6501,14 @@ pub fn _foreach_copy_<'a>(
 }
 
 /// `_foreach_norm`; overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4504)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4520)
 #[inline]
 pub fn _foreach_norm<'a>(self_: impl Into<TensorList<'a>>) -> builders::PrivateForeachNorm<'a> {
     builders::PrivateForeachNorm { self_: self_.into(), ord: None, dtype: None }
 }
 
 /// `_amp_foreach_non_finite_check_and_unscale_`; overloads:
-/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4509)
+/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4525)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6477,7 +6520,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
 }
 
 /// `_amp_update_scale_`; overloads:
-/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4514)
+/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4530)
 #[inline]
 pub fn _amp_update_scale_<'a>(
     self_: &'a Tensor,
@@ -8977,7 +9020,7 @@ impl Tensor {
     }
 
     /// `_indices`; overloads:
-    /// - `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4202)
+    /// - `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4218)
     #[inline]
     pub fn _indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8985,7 +9028,7 @@ impl Tensor {
     }
 
     /// `_values`; overloads:
-    /// - `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4207)
+    /// - `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4223)
     #[inline]
     pub fn _values<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8993,7 +9036,7 @@ impl Tensor {
     }
 
     /// `indices`; overloads:
-    /// - `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4212)
+    /// - `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4228)
     #[inline]
     pub fn indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9001,7 +9044,7 @@ impl Tensor {
     }
 
     /// `values`; overloads:
-    /// - `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4217)
+    /// - `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4233)
     #[inline]
     pub fn values<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9009,7 +9052,7 @@ impl Tensor {
     }
 
     /// `_nnz`; overloads:
-    /// - `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4223)
+    /// - `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4239)
     #[inline]
     pub fn _nnz<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9017,7 +9060,7 @@ impl Tensor {
     }
 
     /// `sparse_dim`; overloads:
-    /// - `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4229)
+    /// - `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4245)
     #[inline]
     pub fn sparse_dim<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9025,7 +9068,7 @@ impl Tensor {
     }
 
     /// `dense_dim`; overloads:
-    /// - `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4234)
+    /// - `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4250)
     #[inline]
     pub fn dense_dim<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9033,7 +9076,7 @@ impl Tensor {
     }
 
     /// `is_coalesced`; overloads:
-    /// - `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4239)
+    /// - `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4255)
     #[inline]
     pub fn is_coalesced<'a>(&'a self) -> Result<bool> {
         let self_: &'a Tensor = self;
@@ -9041,7 +9084,7 @@ impl Tensor {
     }
 
     /// `_coalesced_`; overloads:
-    /// - `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4244)
+    /// - `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4260)
     #[inline]
     pub fn _coalesced_<'a>(&'a self, coalesced: bool) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9049,7 +9092,7 @@ impl Tensor {
     }
 
     /// `coalesce`; overloads:
-    /// - `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4249)
+    /// - `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4265)
     #[inline]
     pub fn coalesce<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9057,21 +9100,21 @@ impl Tensor {
     }
 
     /// `to_dense`; overloads:
-    /// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4258)
+    /// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4274)
     #[inline]
     pub fn to_dense<'a>(&'a self) -> builders::ToDense<'a> {
         builders::ToDense { self_: self, dtype: None, masked_grad: None }
     }
 
     /// `_to_dense`; overloads:
-    /// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4263)
+    /// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4279)
     #[inline]
     pub fn _to_dense<'a>(&'a self) -> builders::PrivateToDense<'a> {
         builders::PrivateToDense { self_: self, dtype: None, masked_grad: None }
     }
 
     /// `to_sparse`; overloads:
-    /// - `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4273)
+    /// - `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4289)
     #[inline]
     pub fn to_sparse_sparse_dim<'a>(&'a self, sparse_dim: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9079,14 +9122,14 @@ impl Tensor {
     }
 
     /// `to_sparse`; overloads:
-    /// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4278)
+    /// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4294)
     #[inline]
     pub fn to_sparse<'a>(&'a self) -> builders::ToSparse<'a> {
         builders::ToSparse { self_: self, layout: None, blocksize: None, dense_dim: None }
     }
 
     /// `_to_sparse`; overloads:
-    /// - `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4283)
+    /// - `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4299)
     #[inline]
     pub fn _to_sparse<'a>(&'a self, sparse_dim: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9094,7 +9137,7 @@ impl Tensor {
     }
 
     /// `sparse_mask`; overloads:
-    /// - `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4290)
+    /// - `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4306)
     #[inline]
     pub fn sparse_mask<'a>(&'a self, mask: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9102,14 +9145,14 @@ impl Tensor {
     }
 
     /// `sspaddmm`; overloads:
-    /// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4319)
+    /// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
     #[inline]
     pub fn sspaddmm<'a>(&'a self, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
         builders::Sspaddmm { self_: self, mat1, mat2, beta: None, alpha: None }
     }
 
     /// `crow_indices`; overloads:
-    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4360)
+    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4376)
     #[inline]
     pub fn crow_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9117,7 +9160,7 @@ impl Tensor {
     }
 
     /// `col_indices`; overloads:
-    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4365)
+    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4381)
     #[inline]
     pub fn col_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9125,14 +9168,14 @@ impl Tensor {
     }
 
     /// `to_sparse_csr`; overloads:
-    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4370)
+    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4386)
     #[inline]
     pub fn to_sparse_csr<'a>(&'a self) -> builders::ToSparseCsr<'a> {
         builders::ToSparseCsr { self_: self, dense_dim: None }
     }
 
     /// `_to_sparse_csr`; overloads:
-    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4375)
+    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4391)
     #[inline]
     pub fn _to_sparse_csr<'a>(&'a self) -> builders::PrivateToSparseCsr<'a> {
         builders::PrivateToSparseCsr { self_: self, dense_dim: None }

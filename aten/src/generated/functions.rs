@@ -6476,13 +6476,65 @@ pub fn lstm(
     )
 }
 
-/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4026)
+/// `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4026)
+#[inline]
+pub fn rnn_tanh_cell(
+    input: &Tensor,
+    hx: &Tensor,
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<Tensor> {
+    crate::handles::rnn_tanh_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
+}
+
+/// `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
+#[inline]
+pub fn rnn_relu_cell(
+    input: &Tensor,
+    hx: &Tensor,
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<Tensor> {
+    crate::handles::rnn_relu_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
+}
+
+/// `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
+#[inline]
+pub fn gru_cell(
+    input: &Tensor,
+    hx: &Tensor,
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<Tensor> {
+    crate::handles::gru_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
+}
+
+/// `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4038)
+#[inline]
+pub fn lstm_cell(
+    input: &Tensor,
+    hx: &[Tensor],
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::lstm_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
+}
+
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4042)
 #[inline]
 pub fn _chunk_cat(tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
     crate::handles::_chunk_cat::call(tensors, dim, num_chunks)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4030)
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4046)
 #[inline]
 pub fn as_strided_scatter(
     self_: &Tensor,
@@ -6494,19 +6546,19 @@ pub fn as_strided_scatter(
     crate::handles::as_strided_scatter::call(self_, src, size, stride, storage_offset)
 }
 
-/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4034)
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4050)
 #[inline]
 pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
-/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4038)
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4054)
 #[inline]
 pub fn _unsafe_masked_index(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], fill: Scalar) -> Result<Tensor> {
     crate::handles::_unsafe_masked_index::call(self_, mask, indices, fill)
 }
 
-/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4042)
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4058)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate(
     self_: &Tensor,
@@ -6517,7 +6569,7 @@ pub fn _unsafe_masked_index_put_accumulate(
     crate::handles::_unsafe_masked_index_put_accumulate::call(self_, mask, indices, values)
 }
 
-/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4046)
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4062)
 #[inline]
 pub fn im2col(
     self_: &Tensor,
@@ -6529,19 +6581,19 @@ pub fn im2col(
     crate::handles::im2col::call(self_, kernel_size, dilation, padding, stride)
 }
 
-/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4050)
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4066)
 #[inline]
 pub fn linalg_matrix_sqrth(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
-/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4054)
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4070)
 #[inline]
 pub fn linalg_polar(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
-/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4058)
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4074)
 #[inline]
 pub fn multi_margin_loss(
     self_: &Tensor,
@@ -6554,13 +6606,13 @@ pub fn multi_margin_loss(
     crate::handles::multi_margin_loss::call(self_, target, p, margin, weight, reduction)
 }
 
-/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4062)
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
 #[inline]
 pub fn multilabel_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::multilabel_margin_loss::call(self_, target, reduction)
 }
 
-/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4066)
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4082)
 #[inline]
 pub fn unique_consecutive(
     self_: &Tensor,
@@ -6571,7 +6623,7 @@ pub fn unique_consecutive(
     crate::handles::unique_consecutive::call(self_, return_inverse, return_counts, dim)
 }
 
-/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4072)
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4088)
 #[inline]
 pub fn _upsample_nearest_exact1d(
     input: &Tensor,
@@ -6581,7 +6633,7 @@ pub fn _upsample_nearest_exact1d(
     crate::handles::_upsample_nearest_exact1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4076)
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4092)
 #[inline]
 pub fn _upsample_nearest_exact2d(
     input: &Tensor,
@@ -6591,7 +6643,7 @@ pub fn _upsample_nearest_exact2d(
     crate::handles::_upsample_nearest_exact2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4080)
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4096)
 #[inline]
 pub fn _upsample_nearest_exact3d(
     input: &Tensor,
@@ -6601,13 +6653,13 @@ pub fn _upsample_nearest_exact3d(
     crate::handles::_upsample_nearest_exact3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4084)
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4100)
 #[inline]
 pub fn _upsample_nearest_exact1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::_upsample_nearest_exact1d::call(self_, output_size, scales)
 }
 
-/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4088)
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4104)
 #[inline]
 pub fn _upsample_nearest_exact2d_op(
     self_: &Tensor,
@@ -6618,7 +6670,7 @@ pub fn _upsample_nearest_exact2d_op(
     crate::handles::_upsample_nearest_exact2d::call(self_, output_size, scales_h, scales_w)
 }
 
-/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4092)
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
 #[inline]
 pub fn _upsample_nearest_exact3d_op(
     self_: &Tensor,
@@ -6630,43 +6682,43 @@ pub fn _upsample_nearest_exact3d_op(
     crate::handles::_upsample_nearest_exact3d::call(self_, output_size, scales_d, scales_h, scales_w)
 }
 
-/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4098)
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
 #[inline]
 pub fn fft_irfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft::call(self_, n, dim, norm)
 }
 
-/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4102)
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
 #[inline]
 pub fn fft_irfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4106)
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
 #[inline]
 pub fn fft_irfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4110)
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
 #[inline]
 pub fn fft_hfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft::call(self_, n, dim, norm)
 }
 
-/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
 #[inline]
 pub fn fft_hfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
 #[inline]
 pub fn fft_hfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfftn::call(self_, s, dim, norm)
 }
 
-/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4122)
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4138)
 #[inline]
 pub fn linspace_tensor_scalar(
     start: &Tensor,
@@ -6680,7 +6732,7 @@ pub fn linspace_tensor_scalar(
     crate::handles::linspace_tensor_scalar::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4126)
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
 #[inline]
 pub fn linspace_scalar_tensor(
     start: Scalar,
@@ -6694,7 +6746,7 @@ pub fn linspace_scalar_tensor(
     crate::handles::linspace_scalar_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4130)
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
 #[inline]
 pub fn logspace_tensor_scalar(
     start: &Tensor,
@@ -6709,7 +6761,7 @@ pub fn logspace_tensor_scalar(
     crate::handles::logspace_tensor_scalar::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4134)
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
 #[inline]
 pub fn logspace_scalar_tensor(
     start: Scalar,
@@ -6724,13 +6776,13 @@ pub fn logspace_scalar_tensor(
     crate::handles::logspace_scalar_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4138)
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4154)
 #[inline]
 pub fn gradient(self_: &Tensor, spacing: Option<Scalar>, dim: Option<i64>, edge_order: i64) -> Result<Vec<Tensor>> {
     crate::handles::gradient_scalarint::call(self_, spacing, dim, edge_order)
 }
 
-/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4142)
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4158)
 #[inline]
 pub fn histogram(
     self_: &Tensor,
@@ -6742,7 +6794,7 @@ pub fn histogram(
     crate::handles::histogram_bin_ct::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4146)
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4162)
 #[inline]
 pub fn histogramdd(
     self_: &Tensor,
@@ -6754,7 +6806,7 @@ pub fn histogramdd(
     crate::handles::histogramdd::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4150)
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
 #[inline]
 pub fn histogramdd_int_bins(
     self_: &Tensor,
@@ -6766,7 +6818,7 @@ pub fn histogramdd_int_bins(
     crate::handles::histogramdd_int_bins::call(self_, bins, range, weight, density)
 }
 
-/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4154)
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4170)
 #[inline]
 pub fn histogram_bins_tensor(
     self_: &Tensor,
@@ -6777,7 +6829,7 @@ pub fn histogram_bins_tensor(
     crate::handles::histogram_bins_tensor::call(self_, bins, weight, density)
 }
 
-/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4158)
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4174)
 #[inline]
 pub fn histogramdd_tensorlist_bins(
     self_: &Tensor,
@@ -6789,7 +6841,7 @@ pub fn histogramdd_tensorlist_bins(
     crate::handles::histogramdd_tensorlist_bins::call(self_, bins, range, weight, density)
 }
 
-/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4164)
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4180)
 #[inline]
 pub fn upsample_trilinear3d(
     input: &Tensor,
@@ -6800,7 +6852,7 @@ pub fn upsample_trilinear3d(
     crate::handles::upsample_trilinear3d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4168)
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4184)
 #[inline]
 pub fn upsample_bicubic2d(
     input: &Tensor,
@@ -6811,7 +6863,7 @@ pub fn upsample_bicubic2d(
     crate::handles::upsample_bicubic2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4172)
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4188)
 #[inline]
 pub fn upsample_trilinear3d_op(
     self_: &Tensor,
@@ -6824,7 +6876,7 @@ pub fn upsample_trilinear3d_op(
     crate::handles::upsample_trilinear3d::call(self_, output_size, align_corners, scales_d, scales_h, scales_w)
 }
 
-/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4176)
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
 #[inline]
 pub fn upsample_bicubic2d_op(
     self_: &Tensor,
@@ -6836,7 +6888,7 @@ pub fn upsample_bicubic2d_op(
     crate::handles::upsample_bicubic2d::call(self_, output_size, align_corners, scales_h, scales_w)
 }
 
-/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4180)
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4196)
 #[inline]
 pub fn segment_reduce(
     data: &Tensor,
@@ -6851,7 +6903,7 @@ pub fn segment_reduce(
     crate::handles::segment_reduce::call(data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
 }
 
-/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4186)
+/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4202)
 #[inline]
 pub fn _sparse_coo_tensor_with_dims_and_tensors(
     sparse_dim: i64,
@@ -6879,7 +6931,7 @@ pub fn _sparse_coo_tensor_with_dims_and_tensors(
     )
 }
 
-/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4190)
+/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
 #[inline]
 pub fn sparse_coo_tensor(
     indices: &Tensor,
@@ -6903,7 +6955,7 @@ pub fn sparse_coo_tensor(
     )
 }
 
-/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4194)
+/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
 #[inline]
 pub fn sparse_coo_tensor_indices(
     indices: &Tensor,
@@ -6917,7 +6969,7 @@ pub fn sparse_coo_tensor_indices(
     crate::handles::sparse_coo_tensor_indices::call(indices, values, dtype, layout, device, pin_memory, is_coalesced)
 }
 
-/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4198)
+/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4214)
 #[inline]
 pub fn sparse_coo_tensor_size(
     size: &[i64],
@@ -6929,97 +6981,97 @@ pub fn sparse_coo_tensor_size(
     crate::handles::sparse_coo_tensor_size::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4202)
+/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4218)
 #[inline]
 pub fn _indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_indices::call(self_)
 }
 
-/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4207)
+/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4223)
 #[inline]
 pub fn _values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_values::call(self_)
 }
 
-/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4212)
+/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4228)
 #[inline]
 pub fn indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::indices::call(self_)
 }
 
-/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4217)
+/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4233)
 #[inline]
 pub fn values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::values::call(self_)
 }
 
-/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4223)
+/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4239)
 #[inline]
 pub fn _nnz(self_: &Tensor) -> Result<i64> {
     crate::handles::_nnz::call(self_)
 }
 
-/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4229)
+/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4245)
 #[inline]
 pub fn sparse_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::sparse_dim::call(self_)
 }
 
-/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4234)
+/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4250)
 #[inline]
 pub fn dense_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::dense_dim::call(self_)
 }
 
-/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4239)
+/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4255)
 #[inline]
 pub fn is_coalesced(self_: &Tensor) -> Result<bool> {
     crate::handles::is_coalesced::call(self_)
 }
 
-/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4244)
+/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4260)
 #[inline]
 pub fn _coalesced_(self_: &Tensor, coalesced: bool) -> Result<Tensor> {
     crate::handles::_coalesced_::call(self_, coalesced)
 }
 
-/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4249)
+/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4265)
 #[inline]
 pub fn coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::coalesce::call(self_)
 }
 
-/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4254)
+/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4270)
 #[inline]
 pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_coalesce::call(self_)
 }
 
-/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4258)
+/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4274)
 #[inline]
 pub fn to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4263)
+/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4279)
 #[inline]
 pub fn _to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::_to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4269)
+/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4285)
 #[inline]
 pub fn to_dense_backward(grad: &Tensor, input: &Tensor, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense_backward::call(grad, input, masked_grad)
 }
 
-/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4273)
+/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4289)
 #[inline]
 pub fn to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4278)
+/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4294)
 #[inline]
 pub fn to_sparse_op(
     self_: &Tensor,
@@ -7030,73 +7082,73 @@ pub fn to_sparse_op(
     crate::handles::to_sparse::call(self_, layout, blocksize, dense_dim)
 }
 
-/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4283)
+/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4299)
 #[inline]
 pub fn _to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::_to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4290)
+/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4306)
 #[inline]
 pub fn sparse_mask(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::sparse_mask::call(self_, mask)
 }
 
-/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4295)
+/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4311)
 #[inline]
 pub fn _sparse_sum(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_sum::call(self_)
 }
 
-/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4299)
+/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4315)
 #[inline]
 pub fn _sparse_sum_dim(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_dim::call(self_, dim)
 }
 
-/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4303)
+/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4319)
 #[inline]
 pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_backward::call(grad, self_, dim)
 }
 
-/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4307)
+/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4323)
 #[inline]
 pub fn _sparse_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::_sparse_addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4311)
+/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4327)
 #[inline]
 pub fn _sparse_mm(sparse: &Tensor, dense: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
-/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4315)
+/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4331)
 #[inline]
 pub fn hspmm(mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::hspmm::call(mat1, mat2)
 }
 
-/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4319)
+/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
 #[inline]
 pub fn sspaddmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::sspaddmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4324)
+/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4340)
 #[inline]
 pub fn _sparse_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4328)
+/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4344)
 #[inline]
 pub fn _sparse_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4332)
+/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4348)
 #[inline]
 pub fn _sparse_softmax_backward_data(
     grad_output: &Tensor,
@@ -7107,19 +7159,19 @@ pub fn _sparse_softmax_backward_data(
     crate::handles::_sparse_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4336)
+/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4352)
 #[inline]
 pub fn _sparse_log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4340)
+/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4356)
 #[inline]
 pub fn _sparse_log_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4344)
+/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4360)
 #[inline]
 pub fn _sparse_log_softmax_backward_data(
     grad_output: &Tensor,
@@ -7130,7 +7182,7 @@ pub fn _sparse_log_softmax_backward_data(
     crate::handles::_sparse_log_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4348)
+/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4364)
 #[inline]
 pub fn embedding_sparse_backward(
     grad: &Tensor,
@@ -7142,7 +7194,7 @@ pub fn embedding_sparse_backward(
     crate::handles::embedding_sparse_backward::call(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
 }
 
-/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4352)
+/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4368)
 #[inline]
 pub fn sparse_csr_tensor(
     crow_indices: &Tensor,
@@ -7166,7 +7218,7 @@ pub fn sparse_csr_tensor(
     )
 }
 
-/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4356)
+/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value(
     crow_indices: &Tensor,
@@ -7188,91 +7240,91 @@ pub fn sparse_csr_tensor_crow_col_value(
     )
 }
 
-/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4360)
+/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4376)
 #[inline]
 pub fn crow_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::crow_indices::call(self_)
 }
 
-/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4365)
+/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4381)
 #[inline]
 pub fn col_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::col_indices::call(self_)
 }
 
-/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4370)
+/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4386)
 #[inline]
 pub fn to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4375)
+/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4391)
 #[inline]
 pub fn _to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::_to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4384)
+/// `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4400)
 #[inline]
 pub fn _foreach_add(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_add_scalar::call(self_, scalar)
 }
 
-/// `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4389)
+/// `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4405)
 #[inline]
 pub fn _foreach_add_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
     crate::handles::_foreach_add_scalar_::call(self_, scalar)
 }
 
-/// `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4394)
+/// `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4410)
 #[inline]
 pub fn _foreach_add_list(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_add_list::call(self_, other, alpha)
 }
 
-/// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4399)
+/// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4415)
 #[inline]
 pub fn _foreach_add_list_(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<()> {
     crate::handles::_foreach_add_list_::call(self_, other, alpha)
 }
 
-/// `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4404)
+/// `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4420)
 #[inline]
 pub fn _foreach_mul(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_mul_scalar::call(self_, scalar)
 }
 
-/// `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4409)
+/// `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4425)
 #[inline]
 pub fn _foreach_mul_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
     crate::handles::_foreach_mul_scalar_::call(self_, scalar)
 }
 
-/// `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4414)
+/// `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4430)
 #[inline]
 pub fn _foreach_mul_list(self_: &[Tensor], other: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_mul_list::call(self_, other)
 }
 
-/// `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4419)
+/// `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4435)
 #[inline]
 pub fn _foreach_mul_list_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_mul_list_::call(self_, other)
 }
 
-/// `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4424)
+/// `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4440)
 #[inline]
 pub fn _foreach_div(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_div_scalar::call(self_, scalar)
 }
 
-/// `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4429)
+/// `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4445)
 #[inline]
 pub fn _foreach_div_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
     crate::handles::_foreach_div_scalar_::call(self_, scalar)
 }
 
-/// `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4434)
+/// `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4450)
 #[inline]
 pub fn _foreach_addcmul(
     self_: &[Tensor],
@@ -7283,13 +7335,13 @@ pub fn _foreach_addcmul(
     crate::handles::_foreach_addcmul_scalar::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4439)
+/// `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4455)
 #[inline]
 pub fn _foreach_addcmul_(self_: &[Tensor], tensor1: &[Tensor], tensor2: &[Tensor], value: Scalar) -> Result<()> {
     crate::handles::_foreach_addcmul_scalar_::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4444)
+/// `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4460)
 #[inline]
 pub fn _foreach_addcdiv(
     self_: &[Tensor],
@@ -7300,79 +7352,79 @@ pub fn _foreach_addcdiv(
     crate::handles::_foreach_addcdiv_scalar::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4449)
+/// `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4465)
 #[inline]
 pub fn _foreach_addcdiv_(self_: &[Tensor], tensor1: &[Tensor], tensor2: &[Tensor], value: Scalar) -> Result<()> {
     crate::handles::_foreach_addcdiv_scalar_::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4454)
+/// `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4470)
 #[inline]
 pub fn _foreach_lerp(self_: &[Tensor], tensors1: &[Tensor], weight: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_lerp_scalar::call(self_, tensors1, weight)
 }
 
-/// `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4459)
+/// `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4475)
 #[inline]
 pub fn _foreach_lerp_(self_: &[Tensor], tensors1: &[Tensor], weight: Scalar) -> Result<()> {
     crate::handles::_foreach_lerp_scalar_::call(self_, tensors1, weight)
 }
 
-/// `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4464)
+/// `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4480)
 #[inline]
 pub fn _foreach_sqrt(self_: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_sqrt::call(self_)
 }
 
-/// `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4469)
+/// `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4485)
 #[inline]
 pub fn _foreach_sqrt_(self_: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_sqrt_::call(self_)
 }
 
-/// `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4474)
+/// `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4490)
 #[inline]
 pub fn _foreach_neg(self_: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_neg::call(self_)
 }
 
-/// `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4479)
+/// `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4495)
 #[inline]
 pub fn _foreach_neg_(self_: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_neg_::call(self_)
 }
 
-/// `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4484)
+/// `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4500)
 #[inline]
 pub fn _foreach_maximum(self_: &[Tensor], other: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_maximum_list::call(self_, other)
 }
 
-/// `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4489)
+/// `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4505)
 #[inline]
 pub fn _foreach_maximum_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_maximum_list_::call(self_, other)
 }
 
-/// `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4494)
+/// `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4510)
 #[inline]
 pub fn _foreach_zero_(self_: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_zero_::call(self_)
 }
 
-/// `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4499)
+/// `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4515)
 #[inline]
 pub fn _foreach_copy_(self_: &[Tensor], src: &[Tensor], non_blocking: bool) -> Result<()> {
     crate::handles::_foreach_copy_::call(self_, src, non_blocking)
 }
 
-/// `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4504)
+/// `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4520)
 #[inline]
 pub fn _foreach_norm(self_: &[Tensor], ord: Scalar, dtype: Option<ScalarType>) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_norm_scalar::call(self_, ord, dtype)
 }
 
-/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4509)
+/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4525)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_(
     self_: &[Tensor],
@@ -7382,7 +7434,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_(
     crate::handles::_amp_foreach_non_finite_check_and_unscale_::call(self_, found_inf, inv_scale)
 }
 
-/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4514)
+/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4530)
 #[inline]
 pub fn _amp_update_scale_(
     self_: &Tensor,

@@ -683,19 +683,19 @@ impl Tensor {
         crate::handles::allclose::call(self, other, rtol, atol, equal_nan)
     }
 
-    /// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4258)
+    /// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4274)
     #[inline]
     pub fn to_dense_with(&self, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
         crate::handles::to_dense::call(self, dtype, masked_grad)
     }
 
-    /// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4263)
+    /// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4279)
     #[inline]
     pub fn _to_dense_with(&self, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
         crate::handles::_to_dense::call(self, dtype, masked_grad)
     }
 
-    /// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4278)
+    /// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4294)
     #[inline]
     pub fn to_sparse_op_with(
         &self,
@@ -706,19 +706,19 @@ impl Tensor {
         crate::handles::to_sparse::call(self, layout, blocksize, dense_dim)
     }
 
-    /// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4319)
+    /// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
     #[inline]
     pub fn sspaddmm_with(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::sspaddmm::call(self, mat1, mat2, beta, alpha)
     }
 
-    /// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4370)
+    /// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4386)
     #[inline]
     pub fn to_sparse_csr_with(&self, dense_dim: Option<i64>) -> Result<Tensor> {
         crate::handles::to_sparse_csr::call(self, dense_dim)
     }
 
-    /// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4375)
+    /// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4391)
     #[inline]
     pub fn _to_sparse_csr_with(&self, dense_dim: Option<i64>) -> Result<Tensor> {
         crate::handles::_to_sparse_csr::call(self, dense_dim)

@@ -895,6 +895,10 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::rnn_relu_input::SCHEMA).expect("generated schema parses");
     d.def(handles::gru_input::SCHEMA).expect("generated schema parses");
     d.def(handles::lstm_input::SCHEMA).expect("generated schema parses");
+    d.def(handles::rnn_tanh_cell::SCHEMA).expect("generated schema parses");
+    d.def(handles::rnn_relu_cell::SCHEMA).expect("generated schema parses");
+    d.def(handles::gru_cell::SCHEMA).expect("generated schema parses");
+    d.def(handles::lstm_cell::SCHEMA).expect("generated schema parses");
     d.def(handles::_chunk_cat::SCHEMA).expect("generated schema parses");
     d.def(handles::as_strided_scatter::SCHEMA).expect("generated schema parses");
     d.def(handles::nonzero_numpy::SCHEMA).expect("generated schema parses");
@@ -11691,6 +11695,38 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
                 )
             },
         ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rnn_tanh_cell::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::rnn_tanh_cell::kernel(|_ks, input, hx, w_ih, w_hh, b_ih, b_hh| {
+            crate::native::rnn::rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rnn_relu_cell::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::rnn_relu_cell::kernel(|_ks, input, hx, w_ih, w_hh, b_ih, b_hh| {
+            crate::native::rnn::rnn_relu_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gru_cell::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::gru_cell::kernel(|_ks, input, hx, w_ih, w_hh, b_ih, b_hh| {
+            crate::native::rnn::gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lstm_cell::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::lstm_cell::kernel(|_ks, input, hx, w_ih, w_hh, b_ih, b_hh| {
+            crate::native::rnn::lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+        }),
     )
     .expect("generated registration");
     d.register_kernel(

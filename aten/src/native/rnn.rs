@@ -227,6 +227,59 @@ single_state_rnn! {
     gru_input => RnnMode::Gru;
 }
 
+/// The single-state cells: `NAME(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor?
+/// b_ih=None, Tensor? b_hh=None) -> Tensor`, one step of the recurrence (what `nn.RNNCell` and
+/// `nn.GRUCell` call, and what their scripted code names).
+macro_rules! single_state_cell {
+    ($($(#[$doc:meta])* $name:ident => $mode:expr;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(
+            input: &Tensor,
+            hx: &Tensor,
+            w_ih: &Tensor,
+            w_hh: &Tensor,
+            b_ih: Option<&Tensor>,
+            b_hh: Option<&Tensor>,
+        ) -> Result<Tensor> {
+            let gi = ops::linear(input, w_ih, b_ih)?;
+            let gh = ops::linear(hx, w_hh, b_hh)?;
+            Ok(cell_step($mode, &gi, &gh, hx, None)?.0)
+        }
+    )*};
+}
+
+single_state_cell! {
+    /// `rnn_tanh_cell(...)`.
+    rnn_tanh_cell => RnnMode::Tanh;
+    /// `rnn_relu_cell(...)`.
+    rnn_relu_cell => RnnMode::Relu;
+    /// `gru_cell(...)`.
+    gru_cell => RnnMode::Gru;
+}
+
+/// `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor?
+/// b_hh=None) -> (Tensor, Tensor)`: `hx` is `[h, c]`; the new `h` and `c`.
+pub fn lstm_cell(
+    input: &Tensor,
+    hx: &[Tensor],
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<(Tensor, Tensor)> {
+    let [h, c] = hx else {
+        return Err(Error::invalid(
+            "lstm_cell",
+            format!("lstm_cell: expected hx to be [h, c], got {} tensors", hx.len()),
+        ));
+    };
+    let gi = ops::linear(input, w_ih, b_ih)?;
+    let gh = ops::linear(h, w_hh, b_hh)?;
+    let (h, c) = cell_step(RnnMode::Lstm, &gi, &gh, h, Some(c))?;
+    let c = c.ok_or_else(|| Error::invalid("lstm_cell", "the cell state is missing"))?;
+    Ok((h, c))
+}
+
 /// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers,
 /// float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)`:
 /// `hx` is `[h0, c0]`.

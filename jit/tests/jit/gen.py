@@ -112,7 +112,7 @@ def save_file(tensors, path):
     little-endian header length, the JSON header (padded with spaces to 8 bytes), the data."""
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
-        data = bytes(t.contiguous().view(torch.uint8).flatten().tolist())
+        data = bytes(t.contiguous().reshape(-1).view(torch.uint8).tolist())
         header[name] = {
             "dtype": SAFETENSORS_DTYPES[t.dtype],
             "shape": list(t.shape),

@@ -3,6 +3,7 @@ mod fusion;
 mod interpreter;
 mod load;
 mod passes;
+mod script;
 mod shape_prop;
 mod state_dict;
 mod text;

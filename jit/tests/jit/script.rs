@@ -1,0 +1,224 @@
+//! TorchScript with control flow: models PyTorch scripted (`gen_script.py`) load and match
+//! PyTorch's outputs on two input sets each, and `jit::script` compiles source text.
+
+use std::path::{Path, PathBuf};
+
+use aten::{IValue, Tensor};
+use jit::{JitType, ScriptModule};
+
+fn models() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jit/models")
+}
+
+fn t(v: &[f32]) -> Tensor {
+    Tensor::from_slice(v)
+}
+
+/// The inputs of `module` from input set `tag` of `name`'s io file: 0-dim tensors for `int`,
+/// `float` and `bool` arguments, `None` for a missing Optional one.
+fn inputs(module: &ScriptModule, io: &nn::serialize::Loaded, tag: &str) -> Vec<IValue> {
+    let g = module.graph();
+    (0..module.num_inputs())
+        .map(|i| {
+            let ty = g.value_type(g.inputs()[i]).clone();
+            match io.tensors.get(&format!("{tag}.input{i}")) {
+                None => {
+                    assert!(matches!(ty, JitType::Optional(_)), "input {i} ({ty}) has no value");
+                    IValue::None
+                }
+                Some(v) => match ty {
+                    JitType::Int => IValue::Int(v.item_scalar().unwrap().to_f64() as i64),
+                    JitType::Float => IValue::Double(v.item_scalar().unwrap().to_f64()),
+                    JitType::Bool => IValue::Bool(v.item_scalar().unwrap().to_f64() != 0.0),
+                    _ => IValue::Tensor(v.clone()),
+                },
+            }
+        })
+        .collect()
+}
+
+fn flatten(v: IValue, out: &mut Vec<IValue>) {
+    match v {
+        IValue::Tuple(items) => items.into_iter().for_each(|i| flatten(i, out)),
+        other => out.push(other),
+    }
+}
+
+fn assert_matches(ours: &IValue, theirs: &Tensor, what: &str) {
+    match ours {
+        IValue::Tensor(x) => {
+            assert_eq!(x.sizes(), theirs.sizes(), "{what}: sizes");
+            assert_eq!(x.dtype(), theirs.dtype(), "{what}: dtype");
+            let x = x.to_vec::<f64>().unwrap();
+            let y = theirs.to_vec::<f64>().unwrap();
+            for (i, (a, b)) in x.iter().zip(&y).enumerate() {
+                assert!((a - b).abs() <= 1e-5 * b.abs() + 1e-6, "{what}[{i}]: {a} vs PyTorch's {b}");
+            }
+        }
+        IValue::Int(i) => assert_eq!(*i as f64, theirs.item_scalar().unwrap().to_f64(), "{what}"),
+        other => panic!("{what}: a {} where PyTorch gave a tensor", other.kind()),
+    }
+}
+
+/// Data-dependent `if`, `for` over time steps, `while` with `break`, loops over a ModuleList and
+/// a Sequential, an Optional argument, a tuple return, a list built with append and stacked,
+/// greedy decoding with an early exit.
+const SCRIPTED: [&str; 8] =
+    ["s_branch", "s_rnn_loop", "s_while_break", "s_layers", "s_optional", "s_tuple", "s_list_stack", "s_greedy"];
+
+#[test]
+fn pytorch_scripted_models_load_and_match_pytorch_on_both_input_sets() {
+    for name in SCRIPTED {
+        let module = jit::load(models().join(format!("{name}.pt"))).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let io = nn::serialize::load_file(models().join(format!("{name}.io.safetensors"))).unwrap();
+        let mut sizes = Vec::new();
+        for tag in ["a", "b"] {
+            let out =
+                module.forward_values(&inputs(&module, &io, tag)).unwrap_or_else(|e| panic!("{name} ({tag}): {e}"));
+            let mut flat = Vec::new();
+            out.into_iter().for_each(|v| flatten(v, &mut flat));
+            let expected: Vec<Tensor> =
+                (0..).map_while(|i| io.tensors.get(&format!("{tag}.output{i}")).cloned()).collect();
+            assert_eq!(flat.len(), expected.len(), "{name} ({tag}): outputs");
+            for (i, (o, e)) in flat.iter().zip(&expected).enumerate() {
+                assert_matches(o, e, &format!("{name} ({tag}) output {i}"));
+            }
+            sizes.push(expected.iter().map(|e| e.sizes().to_vec()).collect::<Vec<_>>());
+        }
+        let g = module.graph().to_string();
+        if !["s_layers", "s_tuple"].contains(&name) {
+            assert!(g.contains("prim::If") || g.contains("prim::Loop"), "{name}: no control flow:\n{g}");
+        }
+    }
+}
+
+#[test]
+fn control_flow_takes_the_branch_the_data_decides() {
+    // The two input sets of these models take different paths: different output sizes or
+    // counts, from one archive.
+    let io = nn::serialize::load_file(models().join("s_greedy.io.safetensors")).unwrap();
+    assert_ne!(io.tensors.get("a.output0").unwrap().sizes(), io.tensors.get("b.output0").unwrap().sizes());
+    let io = nn::serialize::load_file(models().join("s_while_break.io.safetensors")).unwrap();
+    assert_ne!(
+        io.tensors.get("a.output1").unwrap().item_scalar().unwrap().to_f64(),
+        io.tensors.get("b.output1").unwrap().item_scalar().unwrap().to_f64()
+    );
+}
+
+fn run(src: &str, inputs: Vec<IValue>) -> c10::Result<Vec<IValue>> {
+    jit::script(src)?.forward_values(&inputs)
+}
+
+fn floats(v: &IValue) -> Vec<f32> {
+    match v {
+        IValue::Tensor(t) => t.contiguous().call().unwrap().to_vec::<f32>().unwrap(),
+        other => panic!("expected a tensor, got {other:?}"),
+    }
+}
+
+#[test]
+fn script_compiles_loops_with_break_and_continue() {
+    // Sum of the odd i below n, stopping before i reaches 9: for n = 20, 1 + 3 + 5 + 7 = 16.
+    let src = "
+def f(x: Tensor, n: int) -> Tuple[Tensor, int]:
+    total = 0
+    for i in range(n):
+        if i % 2 == 0:
+            continue
+        if i >= 9:
+            break
+        total += i
+        x = x + i
+    return x, total
+";
+    for (n, expect) in [(20, 16), (6, 9), (0, 0)] {
+        let out = run(src, vec![IValue::Tensor(t(&[0.5])), IValue::Int(n)]).unwrap();
+        let IValue::Tuple(items) = &out[0] else { panic!("{out:?}") };
+        assert_eq!(floats(&items[0]), vec![0.5 + expect as f32]);
+        assert!(matches!(items[1], IValue::Int(k) if k == expect), "{items:?}");
+    }
+    // `while` with a data-dependent exit: halvings of 100 until below 1 (7 of them).
+    let src = "
+def g(x: Tensor):
+    k = 0
+    while True:
+        if bool(x < 1.0):
+            break
+        x = x / 2
+        k += 1
+    return x, k
+";
+    let out = run(src, vec![IValue::Tensor(t(&[100.0]))]).unwrap();
+    let IValue::Tuple(items) = &out[0] else { panic!() };
+    assert_eq!(floats(&items[0]), vec![100.0 / 128.0]);
+    assert!(matches!(items[1], IValue::Int(7)));
+}
+
+#[test]
+fn script_compiles_early_returns_optionals_lists_and_calls() {
+    let src = "
+def scale(x: Tensor, k: float = 2.0) -> Tensor:
+    return x * k
+
+def f(x: Tensor, h: Optional[Tensor] = None, steps: int = 3):
+    if h is not None:
+        x = x + h
+    outs: List[Tensor] = []
+    for i, s in enumerate([1.0, 10.0, 100.0]):
+        if i >= steps:
+            break
+        outs.append(scale(x, k=s))
+    if len(outs) == 0:
+        return x
+    return torch.stack(outs)
+";
+    let x = IValue::Tensor(t(&[1.0, 2.0]));
+    let out = run(src, vec![x.clone(), IValue::Tensor(t(&[1.0, 1.0])), IValue::Int(2)]).unwrap();
+    assert_eq!(floats(&out[0]), vec![2.0, 3.0, 20.0, 30.0]);
+    let out = run(src, vec![x.clone(), IValue::None, IValue::Int(3)]).unwrap();
+    assert_eq!(floats(&out[0]), vec![1.0, 2.0, 10.0, 20.0, 100.0, 200.0]);
+    let out = run(src, vec![x, IValue::None, IValue::Int(0)]).unwrap();
+    assert_eq!(floats(&out[0]), vec![1.0, 2.0]);
+}
+
+#[test]
+fn script_raises_and_asserts_with_their_messages() {
+    let src = "
+def f(x: Tensor) -> Tensor:
+    assert x.dim() == 1, 'expected a vector'
+    if x.size(0) > 3:
+        raise ValueError('too long: {}'.format(x.size(0)))
+    return x[1:] - x[:-1]
+";
+    let out = run(src, vec![IValue::Tensor(t(&[1.0, 4.0, 9.0]))]).unwrap();
+    assert_eq!(floats(&out[0]), vec![3.0, 5.0]);
+    let err = run(src, vec![IValue::Tensor(t(&[1.0, 2.0, 3.0, 4.0]))]).unwrap_err().to_string();
+    assert!(err.contains("ValueError: too long: 4"), "{err}");
+    let m = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]).reshape(&[2, 2]).unwrap();
+    let err = run(src, vec![IValue::Tensor(m)]).unwrap_err().to_string();
+    assert!(err.contains("AssertionError: expected a vector"), "{err}");
+}
+
+#[test]
+fn script_errors_name_the_line_and_the_cause() {
+    let cases = [
+        (
+            "def f(x: Tensor):\n    if bool(x > 0):\n        y = x\n    return y\n",
+            "'y' is not defined in every branch",
+            ":4",
+        ),
+        ("def f(x: Tensor):\n    for i in range(3):\n        return x\n    return x\n", "'return' inside a loop", ":2"),
+        (
+            "def f(x: Tensor):\n    k = 0\n    for i in range(3):\n        k = x\n    return k\n",
+            "'k' is a int before the loop",
+            ":3",
+        ),
+        ("def f(x: Tensor):\n    break\n", "'break' outside a loop", ":2"),
+        ("def f(x: Tensor):\n    return x.frobnicate()\n", "unknown operator aten::frobnicate", ":2"),
+        ("def f(x: Tensor):\n    if x\n        return x\n", "expected ':'", ":2"),
+    ];
+    for (src, cause, line) in cases {
+        let err = jit::script(src).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains(cause) && err.contains(line), "{src}\n=> {err}");
+    }
+}
