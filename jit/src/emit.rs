@@ -36,7 +36,7 @@
 
 use c10::Result;
 
-use crate::import::{annotation_type, unify, Env, Importer, Sym};
+use crate::import::{annotation_type, unify, Env, Importer, Sym, MAX_COMPILE_DEPTH};
 use crate::ir::{BlockId, Constant, NodeId, ValueId};
 use crate::script::{BinOp, Expr, Method, Statement, Stmt};
 use crate::types::JitType;
@@ -221,8 +221,21 @@ impl Importer<'_> {
         }
     }
 
-    /// Compiles a block of statements (Note [Control flow in the emitter]).
+    /// Compiles a block of statements (Note [Control flow in the emitter]); counts towards
+    /// `MAX_COMPILE_DEPTH`, since the statements after an `if` that leaves compile inside it
+    /// (see Note [Nesting limits]).
     fn block(&mut self, stmts: &[Statement], env: &mut Env) -> Result<Flow> {
+        self.nesting += 1;
+        let out = if self.nesting > MAX_COMPILE_DEPTH {
+            Err(self.err(format!("blocks, expressions and calls nest more than {MAX_COMPILE_DEPTH} deep")))
+        } else {
+            self.block_inner(stmts, env)
+        };
+        self.nesting -= 1;
+        out
+    }
+
+    fn block_inner(&mut self, stmts: &[Statement], env: &mut Env) -> Result<Flow> {
         for (i, s) in stmts.iter().enumerate() {
             self.at = format!("{}:{}", self.src, s.line);
             let rest = &stmts[i + 1..];

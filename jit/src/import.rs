@@ -1466,6 +1466,10 @@ pub fn script_function(source: &str, name: &str) -> Result<ScriptModule> {
 /// Compiles the last function of TorchScript source text ([`script_function`]).
 pub fn script(source: &str) -> Result<ScriptModule> {
     let file = parse_source(source, "<script>")?;
+    if file.functions.is_empty() && !file.classes.is_empty() {
+        // The refusal for classes.
+        return script_function(source, "");
+    }
     let last = file
         .functions
         .last()

@@ -7,12 +7,13 @@
 use std::sync::OnceLock;
 
 use aten::{IValue, Tensor};
-use c10::{Error, Result};
+use c10::{Error, Result, Scalar};
 use nn::{Buffer, Forward, Member, MemberMut, Module, Parameter};
 
 use crate::interpreter::{list_elements, Code};
 use crate::ir::Graph;
 use crate::tracer::{trace_with, Trace};
+use crate::types::JitType;
 
 /// A graph and its parameters and buffers.
 pub struct ScriptModule {
@@ -138,6 +139,45 @@ impl ScriptModule {
         self.code()?.run(all)
     }
 
+    /// The forward's inputs from tensors by position (`input0`, `input1`, ... of a file, as
+    /// `jit-run` reads them): a 0-dim tensor's value for an `int`, `float` or `bool` argument,
+    /// the tensor for a tensor argument, and `None` for an `Optional` argument that has no
+    /// tensor.
+    pub fn inputs_from(&self, mut get: impl FnMut(usize) -> Option<Tensor>) -> Result<Vec<IValue>> {
+        let bad = |msg: String| Error::invalid("jit::ScriptModule::forward", msg);
+        (0..self.num_inputs)
+            .map(|i| {
+                let v = self.graph.inputs()[i];
+                let ty = self.graph.value_type(v);
+                let name = self.graph.value_name(v).unwrap_or("?");
+                let Some(t) = get(i) else {
+                    return match ty {
+                        JitType::Optional(_) => Ok(IValue::None),
+                        _ => Err(bad(format!("input {i} ({name}: {ty}) has no value"))),
+                    };
+                };
+                let number = |t: &Tensor| -> Result<Scalar> {
+                    if t.numel() != 1 {
+                        return Err(bad(format!(
+                            "input {i} ({name}: {ty}) needs one value, got a tensor of shape {:?}",
+                            t.sizes()
+                        )));
+                    }
+                    t.item_scalar()
+                };
+                Ok(match ty {
+                    JitType::Int => IValue::Int(match number(&t)? {
+                        Scalar::Int(k) => k,
+                        other => other.to_f64() as i64,
+                    }),
+                    JitType::Float => IValue::Double(number(&t)?.to_f64()),
+                    JitType::Bool => IValue::Bool(number(&t)?.to_f64() != 0.0),
+                    _ => IValue::Tensor(t),
+                })
+            })
+            .collect()
+    }
+
     /// Runs the graph on tensors; a tuple or list output contributes its tensors in order.
     pub fn forward_tensors(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         let ins: Vec<IValue> = inputs.iter().cloned().map(IValue::Tensor).collect();
@@ -149,10 +189,14 @@ impl ScriptModule {
     }
 }
 
-/// The tensors of a value, in order.
+/// The tensors of a value, in order; a number is a 0-dim tensor (`int` as int64, `float` as
+/// float64, `bool` as bool), as `jit-run` writes it.
 pub fn flatten(v: IValue, out: &mut Vec<Tensor>) -> Result<()> {
     match v {
         IValue::Tensor(t) => out.push(t),
+        IValue::Int(k) => out.push(Tensor::scalar_tensor(k)),
+        IValue::Double(x) => out.push(Tensor::scalar_tensor(x)),
+        IValue::Bool(b) => out.push(Tensor::scalar_tensor(b)),
         IValue::TensorList(_) | IValue::OptionalTensorList(_) | IValue::Tuple(_) => {
             for x in list_elements(v)? {
                 flatten(x, out)?;

@@ -53,3 +53,37 @@ fn bad_arguments_and_archives_are_messages_with_exit_codes() {
     let msg = String::from_utf8_lossy(&wrong.stderr);
     assert!(msg.starts_with("jit-run: ") && msg.contains("cannot be multiplied"), "{msg}");
 }
+
+#[test]
+fn scripted_models_take_numbers_and_missing_optionals_from_the_input_file() {
+    let dir = std::env::temp_dir();
+    // s_greedy: forward(h, start: int, max_len: int) -> (tokens, h), the ints as 0-dim tensors;
+    // s_optional set b leaves out the Optional argument h.
+    for (name, tag) in [("s_greedy", "a"), ("s_greedy", "b"), ("s_optional", "b"), ("s_tuple", "a")] {
+        let io = torch::serialize::load_file(models().join(format!("{name}.io.safetensors"))).unwrap().tensors;
+        let inputs: Vec<(String, torch::Tensor)> =
+            (0..).map_while(|i| io.get(&format!("{tag}.input{i}")).map(|t| (format!("input{i}"), t.clone()))).collect();
+        let in_path = dir.join(format!("jit-run-{}-{name}-{tag}-in.safetensors", std::process::id()));
+        let out_path = dir.join(format!("jit-run-{}-{name}-{tag}-out.safetensors", std::process::id()));
+        torch::serialize::save_file(inputs.iter().map(|(n, t)| (n.as_str(), t)), None, &in_path).unwrap();
+        let model = models().join(format!("{name}.pt"));
+        let args =
+            [model.to_str().unwrap(), "--input", in_path.to_str().unwrap(), "--output", out_path.to_str().unwrap()];
+        let out = jit_run(&[&args[..], &["--bench", "3"]].concat());
+        assert!(out.status.success(), "{name} {tag}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("median of 3 runs"));
+        let ours = torch::serialize::load_file(&out_path).unwrap().tensors;
+        for i in 0.. {
+            let Some(theirs) = io.get(&format!("{tag}.output{i}")) else {
+                assert!(ours.get(&format!("output{i}")).is_none(), "{name} {tag}: an extra output{i}");
+                break;
+            };
+            let mine = ours.get(&format!("output{i}")).unwrap_or_else(|| panic!("{name} {tag}: no output{i}"));
+            assert_eq!(mine.sizes(), theirs.sizes(), "{name} {tag} output{i}");
+            let (a, b) = (mine.to_vec::<f64>().unwrap(), theirs.to_vec::<f64>().unwrap());
+            assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-5 * y.abs() + 1e-6), "{name} {tag} output{i}");
+        }
+        std::fs::remove_file(&in_path).unwrap();
+        std::fs::remove_file(&out_path).unwrap();
+    }
+}

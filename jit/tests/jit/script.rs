@@ -85,6 +85,22 @@ fn pytorch_scripted_models_load_and_match_pytorch_on_both_input_sets() {
             }
             sizes.push(expected.iter().map(|e| e.sizes().to_vec()).collect::<Vec<_>>());
         }
+        // The same results after the graph passes (constant propagation, CSE, DCE through the
+        // blocks) and the inference fusion.
+        let mut optimized = jit::load(models().join(format!("{name}.pt"))).unwrap();
+        optimized.optimize();
+        optimized.optimize_for_inference();
+        for tag in ["a", "b"] {
+            let out = optimized
+                .forward_values(&inputs(&optimized, &io, tag))
+                .unwrap_or_else(|e| panic!("{name} ({tag}), optimized: {e}"));
+            let mut flat = Vec::new();
+            out.into_iter().for_each(|v| flatten(v, &mut flat));
+            for (i, o) in flat.iter().enumerate() {
+                let e = io.tensors.get(&format!("{tag}.output{i}")).unwrap();
+                assert_matches(o, e, &format!("{name} ({tag}) output {i}, optimized"));
+            }
+        }
         let g = module.graph().to_string();
         if !["s_layers", "s_tuple"].contains(&name) {
             assert!(g.contains("prim::If") || g.contains("prim::Loop"), "{name}: no control flow:\n{g}");
@@ -220,5 +236,29 @@ fn script_errors_name_the_line_and_the_cause() {
     for (src, cause, line) in cases {
         let err = jit::script(src).map(|_| ()).unwrap_err().to_string();
         assert!(err.contains(cause) && err.contains(line), "{src}\n=> {err}");
+    }
+}
+
+#[test]
+fn hostile_source_is_an_error_not_a_stack_overflow() {
+    // Each early return takes the statements after it into its else branch: 5,000 of them
+    // would nest 5,000 blocks deep.
+    let returns = (0..5000).map(|i| format!("    if bool(x > {i}):\n        return x\n")).collect::<String>();
+    let deep_blocks = (0..150).map(|d| format!("{}while True:\n", " ".repeat(4 * (d + 1)))).collect::<String>();
+    let long_sum = format!("    return x{}\n", " + x".repeat(30_000));
+    let cases = [
+        (format!("def f(x: Tensor):\n{returns}    return x\n"), "nest more than"),
+        (format!("def f(x: Tensor):\n{deep_blocks}"), "nest more than"),
+        (format!("def f(x: Tensor):\n{long_sum}"), "nests more than"),
+        ("def f(x: Tensor):\n    return x[1:2:3:4]\n".to_string(), "expected"),
+        ("def f(x: Tensor):\n    y = \"unterminated\n    return x\n".to_string(), "string"),
+        (
+            "class M(nn.Module):\n    def forward(self, x):\n        return x\n".to_string(),
+            "classes are compiled from archives",
+        ),
+    ];
+    for (src, cause) in cases {
+        let err = jit::script(&src).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains(cause), "{}...\n=> {err}", &src[..src.len().min(80)]);
     }
 }
