@@ -11,7 +11,7 @@
 //!
 //! A reader refuses another `format` or a newer `version`. [`load`] also reads PyTorch's
 //! `torch.jit.save` archives (they have `data.pkl` and `code/` instead of `jit.json`;
-//! `import.rs`). Either way the graph is compiled when loaded, so an operator we lack is an
+//! `import.rs`) and `torch.export` programs (`.pt2`: an `archive_format` record; `export.rs`). Either way the graph is compiled when loaded, so an operator we lack is an
 //! error of the load, naming the file.
 
 use std::collections::HashMap;
@@ -92,6 +92,11 @@ pub fn load(path: impl AsRef<Path>) -> Result<ScriptModule> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|e| io_err(path, e))?;
     let mut zip = ZipArchive::new(file).map_err(|e| io_err(path, format!("not a zip archive ({e})")))?;
+    let names: Vec<String> =
+        zip.file_names_raw().filter_map(|n| std::str::from_utf8(n).ok()).map(str::to_string).collect();
+    if crate::export::is_pt2(&names) {
+        return crate::export::load_pt2(path, zip);
+    }
     let ours = zip
         .file_names_raw()
         .filter_map(|n| std::str::from_utf8(n).ok())

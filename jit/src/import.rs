@@ -1262,7 +1262,7 @@ pub fn jit_type(t: &Type) -> JitType {
 }
 
 /// A schema default as a constant of the argument's type.
-fn default_constant(d: &DefaultValue, ty: &Type) -> std::result::Result<Constant, String> {
+pub(crate) fn default_constant(d: &DefaultValue, ty: &Type) -> std::result::Result<Constant, String> {
     let ty = match ty {
         Type::Optional(inner) if *d != DefaultValue::None => inner.as_ref(),
         t => t,

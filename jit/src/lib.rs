@@ -10,6 +10,7 @@
 
 pub mod archive;
 mod emit;
+pub mod export;
 #[allow(unsafe_code)]
 pub mod fusion;
 pub mod import;

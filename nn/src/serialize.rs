@@ -34,7 +34,7 @@ fn io_err(path: &Path, what: impl std::fmt::Display) -> Error {
 
 /// The safetensors dtype of a tensor dtype. safetensors has complex64 (`C64`, two float32
 /// parts) but no complex128.
-pub(crate) fn dtype_of(t: ScalarType) -> Result<Dtype> {
+pub fn dtype_of(t: ScalarType) -> Result<Dtype> {
     Ok(match t {
         ScalarType::F32 => Dtype::F32,
         ScalarType::F64 => Dtype::F64,

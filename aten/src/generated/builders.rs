@@ -1547,9 +1547,9 @@ impl<'a> ArangeStart<'a> {
 
 /// The builder of [`linspace`](crate::front::linspace); overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
-/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4002)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4138)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
+/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -10751,9 +10751,9 @@ impl<'a> TakeAlongDim<'a> {
 
 /// The builder of [`logspace`](crate::front::logspace); overloads:
 /// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3351)
-/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
+/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4010)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4154)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Logspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -11405,7 +11405,7 @@ impl<'a> TrilIndices<'a> {
 }
 
 /// The builder of [`fft_fftshift`](crate::front::fft_fftshift); overloads:
-/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3629)
+/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3633)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11430,7 +11430,7 @@ impl<'a> FftFftshift<'a> {
 }
 
 /// The builder of [`fft_ifftshift`](crate::front::fft_ifftshift); overloads:
-/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3633)
+/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3637)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11455,7 +11455,7 @@ impl<'a> FftIfftshift<'a> {
 }
 
 /// The builder of [`linalg_vecdot`](crate::front::linalg_vecdot); overloads:
-/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3637)
+/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3641)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVecdot<'a> {
     pub(crate) x: &'a Tensor,
@@ -11480,7 +11480,7 @@ impl<'a> LinalgVecdot<'a> {
 }
 
 /// The builder of [`linalg_vander`](crate::front::linalg_vander); overloads:
-/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3641)
+/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3645)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVander<'a> {
     pub(crate) x: &'a Tensor,
@@ -11504,7 +11504,7 @@ impl<'a> LinalgVander<'a> {
 }
 
 /// The builder of [`quantile`](crate::front::quantile); overloads:
-/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3653)
+/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3657)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Quantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11545,7 +11545,7 @@ impl<'a> Quantile<'a> {
 }
 
 /// The builder of [`quantile_scalar`](crate::front::quantile_scalar); overloads:
-/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3657)
+/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3661)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct QuantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11592,7 +11592,7 @@ impl<'a> QuantileScalar<'a> {
 }
 
 /// The builder of [`nanquantile`](crate::front::nanquantile); overloads:
-/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3661)
+/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3665)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanquantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11633,7 +11633,7 @@ impl<'a> Nanquantile<'a> {
 }
 
 /// The builder of [`nanquantile_scalar`](crate::front::nanquantile_scalar); overloads:
-/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3665)
+/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3669)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanquantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11680,7 +11680,7 @@ impl<'a> NanquantileScalar<'a> {
 }
 
 /// The builder of [`nanmedian_dim`](crate::front::nanmedian_dim); overloads:
-/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3673)
+/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3677)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanmedianDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11705,7 +11705,7 @@ impl<'a> NanmedianDim<'a> {
 }
 
 /// The builder of [`mode`](crate::front::mode); overloads:
-/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3677)
+/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3681)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Mode<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11737,7 +11737,7 @@ impl<'a> Mode<'a> {
 }
 
 /// The builder of [`scatter_reduce_two`](crate::front::scatter_reduce_two); overloads:
-/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3681)
+/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3685)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScatterReduceTwo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11765,7 +11765,7 @@ impl<'a> ScatterReduceTwo<'a> {
 }
 
 /// The builder of [`index_reduce`](crate::front::index_reduce); overloads:
-/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3685)
+/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3689)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexReduce<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11793,7 +11793,7 @@ impl<'a> IndexReduce<'a> {
 }
 
 /// The builder of [`upsample_nearest1d`](crate::front::upsample_nearest1d); overloads:
-/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3699)
+/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3703)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleNearest1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11819,7 +11819,7 @@ impl<'a> UpsampleNearest1d<'a> {
 }
 
 /// The builder of [`linalg_lu_factor_ex`](crate::front::linalg_lu_factor_ex); overloads:
-/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3714)
+/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3718)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactorEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -11851,7 +11851,7 @@ impl<'a> LinalgLuFactorEx<'a> {
 }
 
 /// The builder of [`linalg_lu_solve`](crate::front::linalg_lu_solve); overloads:
-/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3718)
+/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3722)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuSolve<'a> {
     pub(crate) lu: &'a Tensor,
@@ -11885,7 +11885,7 @@ impl<'a> LinalgLuSolve<'a> {
 }
 
 /// The builder of [`linalg_solve_triangular`](crate::front::linalg_solve_triangular); overloads:
-/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3722)
+/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3726)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveTriangular<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11925,7 +11925,7 @@ impl<'a> LinalgSolveTriangular<'a> {
 }
 
 /// The builder of [`linalg_cholesky_ex`](crate::front::linalg_cholesky_ex); overloads:
-/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3726)
+/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3730)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholeskyEx<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11957,7 +11957,7 @@ impl<'a> LinalgCholeskyEx<'a> {
 }
 
 /// The builder of [`linalg_qr`](crate::front::linalg_qr); overloads:
-/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3734)
+/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3738)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgQr<'a> {
     pub(crate) a_: &'a Tensor,
@@ -11981,7 +11981,7 @@ impl<'a> LinalgQr<'a> {
 }
 
 /// The builder of [`linalg_eigh`](crate::front::linalg_eigh); overloads:
-/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3738)
+/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3742)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12005,7 +12005,7 @@ impl<'a> LinalgEigh<'a> {
 }
 
 /// The builder of [`_linalg_svd`](crate::front::_linalg_svd); overloads:
-/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3742)
+/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3746)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12045,7 +12045,7 @@ impl<'a> PrivateLinalgSvd<'a> {
 }
 
 /// The builder of [`linalg_lu_factor`](crate::front::linalg_lu_factor); overloads:
-/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3746)
+/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3750)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactor<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12069,7 +12069,7 @@ impl<'a> LinalgLuFactor<'a> {
 }
 
 /// The builder of [`_lu_with_info`](crate::front::_lu_with_info); overloads:
-/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3750)
+/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3754)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLuWithInfo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12101,7 +12101,7 @@ impl<'a> PrivateLuWithInfo<'a> {
 }
 
 /// The builder of [`linalg_lu`](crate::front::linalg_lu); overloads:
-/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3754)
+/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3758)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLu<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12125,7 +12125,7 @@ impl<'a> LinalgLu<'a> {
 }
 
 /// The builder of [`lu_unpack`](crate::front::lu_unpack); overloads:
-/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3758)
+/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3762)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LuUnpack<'a> {
     pub(crate) lu_data: &'a Tensor,
@@ -12158,7 +12158,7 @@ impl<'a> LuUnpack<'a> {
 }
 
 /// The builder of [`linalg_solve_ex`](crate::front::linalg_solve_ex); overloads:
-/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3766)
+/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3770)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12191,7 +12191,7 @@ impl<'a> LinalgSolveEx<'a> {
 }
 
 /// The builder of [`linalg_solve`](crate::front::linalg_solve); overloads:
-/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3770)
+/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3774)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolve<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12216,7 +12216,7 @@ impl<'a> LinalgSolve<'a> {
 }
 
 /// The builder of [`linalg_inv_ex`](crate::front::linalg_inv_ex); overloads:
-/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3774)
+/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3778)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgInvEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12240,7 +12240,7 @@ impl<'a> LinalgInvEx<'a> {
 }
 
 /// The builder of [`linalg_cholesky`](crate::front::linalg_cholesky); overloads:
-/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3806)
+/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3810)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholesky<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12264,7 +12264,7 @@ impl<'a> LinalgCholesky<'a> {
 }
 
 /// The builder of [`cholesky_solve`](crate::front::cholesky_solve); overloads:
-/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3810)
+/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3814)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskySolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12289,7 +12289,7 @@ impl<'a> CholeskySolve<'a> {
 }
 
 /// The builder of [`cholesky_inverse`](crate::front::cholesky_inverse); overloads:
-/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3814)
+/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3818)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskyInverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12313,7 +12313,7 @@ impl<'a> CholeskyInverse<'a> {
 }
 
 /// The builder of [`triangular_solve`](crate::front::triangular_solve); overloads:
-/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3818)
+/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3822)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriangularSolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12360,7 +12360,7 @@ impl<'a> TriangularSolve<'a> {
 }
 
 /// The builder of [`ormqr`](crate::front::ormqr); overloads:
-/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3830)
+/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3834)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Ormqr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12394,7 +12394,7 @@ impl<'a> Ormqr<'a> {
 }
 
 /// The builder of [`linalg_svd`](crate::front::linalg_svd); overloads:
-/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3834)
+/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3838)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12426,7 +12426,7 @@ impl<'a> LinalgSvd<'a> {
 }
 
 /// The builder of [`svd`](crate::front::svd); overloads:
-/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3838)
+/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3842)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Svd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12458,7 +12458,7 @@ impl<'a> Svd<'a> {
 }
 
 /// The builder of [`linalg_svdvals`](crate::front::linalg_svdvals); overloads:
-/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3842)
+/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3846)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvdvals<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12482,7 +12482,7 @@ impl<'a> LinalgSvdvals<'a> {
 }
 
 /// The builder of [`linalg_eigvalsh`](crate::front::linalg_eigvalsh); overloads:
-/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3846)
+/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3850)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigvalsh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12506,7 +12506,7 @@ impl<'a> LinalgEigvalsh<'a> {
 }
 
 /// The builder of [`linalg_pinv`](crate::front::linalg_pinv); overloads:
-/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3850)
+/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3854)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12531,7 +12531,7 @@ impl<'a> LinalgPinv<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_float`](crate::front::linalg_pinv_atol_rtol_float); overloads:
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3854)
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3858)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12571,7 +12571,7 @@ impl<'a> LinalgPinvAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_tensor`](crate::front::linalg_pinv_atol_rtol_tensor); overloads:
-/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3858)
+/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3862)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12611,7 +12611,7 @@ impl<'a> LinalgPinvAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_pinv_rcond_tensor`](crate::front::linalg_pinv_rcond_tensor); overloads:
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3862)
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3866)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvRcondTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12636,7 +12636,7 @@ impl<'a> LinalgPinvRcondTensor<'a> {
 }
 
 /// The builder of [`pinverse`](crate::front::pinverse); overloads:
-/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3866)
+/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3870)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pinverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12660,7 +12660,7 @@ impl<'a> Pinverse<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank`](crate::front::linalg_matrix_rank); overloads:
-/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3870)
+/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3874)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRank<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12685,7 +12685,7 @@ impl<'a> LinalgMatrixRank<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_tol_tensor`](crate::front::linalg_matrix_rank_tol_tensor); overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3874)
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3878)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankTolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12710,7 +12710,7 @@ impl<'a> LinalgMatrixRankTolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_tensor`](crate::front::linalg_matrix_rank_atol_rtol_tensor); overloads:
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3878)
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3882)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12750,7 +12750,7 @@ impl<'a> LinalgMatrixRankAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_float`](crate::front::linalg_matrix_rank_atol_rtol_float); overloads:
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3882)
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3886)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12790,7 +12790,7 @@ impl<'a> LinalgMatrixRankAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm`](crate::front::linalg_matrix_norm); overloads:
-/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3886)
+/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3890)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12838,7 +12838,7 @@ impl<'a> LinalgMatrixNorm<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm_str_ord`](crate::front::linalg_matrix_norm_str_ord); overloads:
-/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3890)
+/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3894)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNormStrOrd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12893,7 +12893,7 @@ impl<'a> LinalgMatrixNormStrOrd<'a> {
 }
 
 /// The builder of [`linalg_norm`](crate::front::linalg_norm); overloads:
-/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3894)
+/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3898)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12942,7 +12942,7 @@ impl<'a> LinalgNorm<'a> {
 }
 
 /// The builder of [`linalg_norm_ord_str`](crate::front::linalg_norm_ord_str); overloads:
-/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3898)
+/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3902)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNormOrdStr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12984,7 +12984,7 @@ impl<'a> LinalgNormOrdStr<'a> {
 }
 
 /// The builder of [`linalg_cond`](crate::front::linalg_cond); overloads:
-/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3902)
+/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3906)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCond<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13008,7 +13008,7 @@ impl<'a> LinalgCond<'a> {
 }
 
 /// The builder of [`linalg_tensorinv`](crate::front::linalg_tensorinv); overloads:
-/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3910)
+/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3914)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13032,7 +13032,7 @@ impl<'a> LinalgTensorinv<'a> {
 }
 
 /// The builder of [`linalg_tensorsolve`](crate::front::linalg_tensorsolve); overloads:
-/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3914)
+/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3918)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorsolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13058,7 +13058,7 @@ impl<'a> LinalgTensorsolve<'a> {
 }
 
 /// The builder of [`linalg_lstsq`](crate::front::linalg_lstsq); overloads:
-/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3926)
+/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3930)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLstsq<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13091,7 +13091,7 @@ impl<'a> LinalgLstsq<'a> {
 }
 
 /// The builder of [`cauchy_`](crate::front::cauchy_); overloads:
-/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3932)
+/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3936)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CauchyInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13131,7 +13131,7 @@ impl<'a> CauchyInplace<'a> {
 }
 
 /// The builder of [`geometric_`](crate::front::geometric_); overloads:
-/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3937)
+/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3941)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GeometricInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13156,7 +13156,7 @@ impl<'a> GeometricInplace<'a> {
 }
 
 /// The builder of [`log_normal_`](crate::front::log_normal_); overloads:
-/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3942)
+/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3946)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LogNormalInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13196,7 +13196,7 @@ impl<'a> LogNormalInplace<'a> {
 }
 
 /// The builder of [`randint_like`](crate::front::randint_like); overloads:
-/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3947)
+/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3951)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLike<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13253,7 +13253,7 @@ impl<'a> RandintLike<'a> {
 }
 
 /// The builder of [`randint_like_tensor`](crate::front::randint_like_tensor); overloads:
-/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3951)
+/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3955)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13310,7 +13310,7 @@ impl<'a> RandintLikeTensor<'a> {
 }
 
 /// The builder of [`randint_like_low_dtype`](crate::front::randint_like_low_dtype); overloads:
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3955)
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3959)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeLowDtype<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13368,7 +13368,7 @@ impl<'a> RandintLikeLowDtype<'a> {
 }
 
 /// The builder of [`rrelu`](crate::front::rrelu); overloads:
-/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3959)
+/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3963)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Rrelu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13422,7 +13422,7 @@ impl<'a> Rrelu<'a> {
 }
 
 /// The builder of [`allclose`](crate::front::allclose); overloads:
-/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3997)
+/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4001)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Allclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13469,7 +13469,7 @@ impl<'a> Allclose<'a> {
 }
 
 /// The builder of [`rnn_tanh_cell`](crate::front::rnn_tanh_cell); overloads:
-/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4026)
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnTanhCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13504,7 +13504,7 @@ impl<'a> RnnTanhCell<'a> {
 }
 
 /// The builder of [`rnn_relu_cell`](crate::front::rnn_relu_cell); overloads:
-/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnReluCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13539,7 +13539,7 @@ impl<'a> RnnReluCell<'a> {
 }
 
 /// The builder of [`gru_cell`](crate::front::gru_cell); overloads:
-/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4038)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GruCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13574,7 +13574,7 @@ impl<'a> GruCell<'a> {
 }
 
 /// The builder of [`lstm_cell`](crate::front::lstm_cell); overloads:
-/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4038)
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4042)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LstmCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13609,7 +13609,7 @@ impl<'a> LstmCell<'a> {
 }
 
 /// The builder of [`as_strided_scatter`](crate::front::as_strided_scatter); overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4046)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4050)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13638,7 +13638,7 @@ impl<'a> AsStridedScatter<'a> {
 }
 
 /// The builder of [`multi_margin_loss`](crate::front::multi_margin_loss); overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4074)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultiMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13694,7 +13694,7 @@ impl<'a> MultiMarginLoss<'a> {
 }
 
 /// The builder of [`multilabel_margin_loss`](crate::front::multilabel_margin_loss); overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4082)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultilabelMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13719,7 +13719,7 @@ impl<'a> MultilabelMarginLoss<'a> {
 }
 
 /// The builder of [`unique_consecutive`](crate::front::unique_consecutive); overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4082)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4086)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UniqueConsecutive<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13764,7 +13764,7 @@ impl<'a> UniqueConsecutive<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact1d`](crate::front::_upsample_nearest_exact1d); overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4100)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4104)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13790,7 +13790,7 @@ impl<'a> PrivateUpsampleNearestExact1d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact2d`](crate::front::_upsample_nearest_exact2d); overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4104)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13824,7 +13824,7 @@ impl<'a> PrivateUpsampleNearestExact2d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact3d`](crate::front::_upsample_nearest_exact3d); overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4112)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13866,7 +13866,7 @@ impl<'a> PrivateUpsampleNearestExact3d<'a> {
 }
 
 /// The builder of [`fft_irfft`](crate::front::fft_irfft); overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13906,7 +13906,7 @@ impl<'a> FftIrfft<'a> {
 }
 
 /// The builder of [`fft_irfft2`](crate::front::fft_irfft2); overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13948,7 +13948,7 @@ impl<'a> FftIrfft2<'a> {
 }
 
 /// The builder of [`fft_irfftn`](crate::front::fft_irfftn); overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13990,7 +13990,7 @@ impl<'a> FftIrfftn<'a> {
 }
 
 /// The builder of [`fft_hfft`](crate::front::fft_hfft); overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14030,7 +14030,7 @@ impl<'a> FftHfft<'a> {
 }
 
 /// The builder of [`fft_hfft2`](crate::front::fft_hfft2); overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14072,7 +14072,7 @@ impl<'a> FftHfft2<'a> {
 }
 
 /// The builder of [`fft_hfftn`](crate::front::fft_hfftn); overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4138)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14114,7 +14114,7 @@ impl<'a> FftHfftn<'a> {
 }
 
 /// The builder of [`gradient`](crate::front::gradient); overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4154)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4158)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gradient<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14154,7 +14154,7 @@ impl<'a> Gradient<'a> {
 }
 
 /// The builder of [`histogram`](crate::front::histogram); overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4158)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4162)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogram<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14202,7 +14202,7 @@ impl<'a> Histogram<'a> {
 }
 
 /// The builder of [`histogramdd`](crate::front::histogramdd); overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4162)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogramdd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14244,7 +14244,7 @@ impl<'a> Histogramdd<'a> {
 }
 
 /// The builder of [`histogramdd_int_bins`](crate::front::histogramdd_int_bins); overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4170)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddIntBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14285,7 +14285,7 @@ impl<'a> HistogramddIntBins<'a> {
 }
 
 /// The builder of [`histogram_bins_tensor`](crate::front::histogram_bins_tensor); overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4170)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4174)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramBinsTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14318,7 +14318,7 @@ impl<'a> HistogramBinsTensor<'a> {
 }
 
 /// The builder of [`histogramdd_tensorlist_bins`](crate::front::histogramdd_tensorlist_bins); overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4174)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4178)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddTensorlistBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14365,7 +14365,7 @@ impl<'a> HistogramddTensorlistBins<'a> {
 }
 
 /// The builder of [`upsample_trilinear3d`](crate::front::upsample_trilinear3d); overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4188)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleTrilinear3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14408,7 +14408,7 @@ impl<'a> UpsampleTrilinear3d<'a> {
 }
 
 /// The builder of [`upsample_bicubic2d`](crate::front::upsample_bicubic2d); overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4196)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleBicubic2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14443,7 +14443,7 @@ impl<'a> UpsampleBicubic2d<'a> {
 }
 
 /// The builder of [`segment_reduce`](crate::front::segment_reduce); overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4196)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4200)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SegmentReduce<'a> {
     pub(crate) data: &'a Tensor,
@@ -14517,7 +14517,7 @@ impl<'a> SegmentReduce<'a> {
 }
 
 /// The builder of [`_sparse_coo_tensor_with_dims_and_tensors`](crate::front::_sparse_coo_tensor_with_dims_and_tensors); overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4202)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseCooTensorWithDimsAndTensors<'a> {
     pub(crate) sparse_dim: i64,
@@ -14601,7 +14601,7 @@ impl<'a> PrivateSparseCooTensorWithDimsAndTensors<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor`](crate::front::sparse_coo_tensor); overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensor<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14669,7 +14669,7 @@ impl<'a> SparseCooTensor<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_indices`](crate::front::sparse_coo_tensor_indices); overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4214)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorIndices<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14734,7 +14734,7 @@ impl<'a> SparseCooTensorIndices<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_size`](crate::front::sparse_coo_tensor_size); overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4214)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4218)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorSize<'a> {
     pub(crate) size: IntList<'a>,
@@ -14783,7 +14783,7 @@ impl<'a> SparseCooTensorSize<'a> {
 }
 
 /// The builder of [`to_dense`](crate::front::to_dense); overloads:
-/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4274)
+/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4278)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14815,7 +14815,7 @@ impl<'a> ToDense<'a> {
 }
 
 /// The builder of [`_to_dense`](crate::front::_to_dense); overloads:
-/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4279)
+/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4283)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14847,7 +14847,7 @@ impl<'a> PrivateToDense<'a> {
 }
 
 /// The builder of [`to_dense_backward`](crate::front::to_dense_backward); overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4285)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4289)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDenseBackward<'a> {
     pub(crate) grad: &'a Tensor,
@@ -14872,7 +14872,7 @@ impl<'a> ToDenseBackward<'a> {
 }
 
 /// The builder of [`to_sparse`](crate::front::to_sparse); overloads:
-/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4294)
+/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4298)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14913,7 +14913,7 @@ impl<'a> ToSparse<'a> {
 }
 
 /// The builder of [`_sparse_addmm`](crate::front::_sparse_addmm); overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4323)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4327)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseAddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14953,7 +14953,7 @@ impl<'a> PrivateSparseAddmm<'a> {
 }
 
 /// The builder of [`sspaddmm`](crate::front::sspaddmm); overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4339)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sspaddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14993,7 +14993,7 @@ impl<'a> Sspaddmm<'a> {
 }
 
 /// The builder of [`_sparse_softmax_int`](crate::front::_sparse_softmax_int); overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4340)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4344)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15018,7 +15018,7 @@ impl<'a> PrivateSparseSoftmaxInt<'a> {
 }
 
 /// The builder of [`_sparse_log_softmax_int`](crate::front::_sparse_log_softmax_int); overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4352)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4356)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseLogSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15043,7 +15043,7 @@ impl<'a> PrivateSparseLogSoftmaxInt<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor`](crate::front::sparse_csr_tensor); overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4368)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensor<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15104,7 +15104,7 @@ impl<'a> SparseCsrTensor<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor_crow_col_value`](crate::front::sparse_csr_tensor_crow_col_value); overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4376)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensorCrowColValue<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15164,7 +15164,7 @@ impl<'a> SparseCsrTensorCrowColValue<'a> {
 }
 
 /// The builder of [`to_sparse_csr`](crate::front::to_sparse_csr); overloads:
-/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4386)
+/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4390)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15188,7 +15188,7 @@ impl<'a> ToSparseCsr<'a> {
 }
 
 /// The builder of [`_to_sparse_csr`](crate::front::_to_sparse_csr); overloads:
-/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4391)
+/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4395)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15212,7 +15212,7 @@ impl<'a> PrivateToSparseCsr<'a> {
 }
 
 /// The builder of [`_foreach_add_list`](crate::front::_foreach_add_list); overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4410)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4414)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddList<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15237,7 +15237,7 @@ impl<'a> PrivateForeachAddList<'a> {
 }
 
 /// The builder of [`_foreach_add_list_`](crate::front::_foreach_add_list_); overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4415)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4419)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddListInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15262,7 +15262,7 @@ impl<'a> PrivateForeachAddListInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcmul`](crate::front::_foreach_addcmul); overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4450)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4454)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmul<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15293,7 +15293,7 @@ impl<'a> PrivateForeachAddcmul<'a> {
 }
 
 /// The builder of [`_foreach_addcmul_`](crate::front::_foreach_addcmul_); overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4455)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4459)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmulInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15324,7 +15324,7 @@ impl<'a> PrivateForeachAddcmulInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv`](crate::front::_foreach_addcdiv); overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4460)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4464)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdiv<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15355,7 +15355,7 @@ impl<'a> PrivateForeachAddcdiv<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv_`](crate::front::_foreach_addcdiv_); overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4465)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4469)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdivInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15386,7 +15386,7 @@ impl<'a> PrivateForeachAddcdivInplace<'a> {
 }
 
 /// The builder of [`_foreach_copy_`](crate::front::_foreach_copy_); overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4515)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4519)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachCopyInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15411,7 +15411,7 @@ impl<'a> PrivateForeachCopyInplace<'a> {
 }
 
 /// The builder of [`_foreach_norm`](crate::front::_foreach_norm); overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4520)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4524)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachNorm<'a> {
     pub(crate) self_: TensorList<'a>,

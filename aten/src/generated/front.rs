@@ -396,9 +396,9 @@ pub fn arange_start<'a>(start: impl Into<Scalar>, end: impl Into<Scalar>) -> bui
 
 /// `linspace`; overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
-/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4002)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4138)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
+/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
 #[inline]
 pub fn linspace<'a>(
     start: impl Into<TensorOrScalar<'a>>,
@@ -4271,9 +4271,9 @@ pub fn narrow_tensor<'a>(self_: &'a Tensor, dim: i64, start: &'a Tensor, length:
 
 /// `logspace`; overloads:
 /// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3351)
-/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
+/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4010)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4154)
 #[inline]
 pub fn logspace<'a>(
     start: impl Into<TensorOrScalar<'a>>,
@@ -4826,8 +4826,33 @@ pub fn _native_batch_norm_legit<'a>(
     )
 }
 
+/// `_native_batch_norm_legit_functional`; overloads:
+/// - `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (aten/native_functions.yaml:3619)
+#[inline]
+pub fn _native_batch_norm_legit_functional<'a>(
+    input: &'a Tensor,
+    weight: Option<&'a Tensor>,
+    bias: Option<&'a Tensor>,
+    running_mean: &'a Tensor,
+    running_var: &'a Tensor,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    crate::handles::_native_batch_norm_legit_functional::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+    )
+}
+
 /// `_native_batch_norm_legit`; overloads:
-/// - `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3619)
+/// - `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3623)
 #[inline]
 pub fn _native_batch_norm_legit_no_stats<'a>(
     input: &'a Tensor,
@@ -4841,7 +4866,7 @@ pub fn _native_batch_norm_legit_no_stats<'a>(
 }
 
 /// `_batch_norm_with_update`; overloads:
-/// - `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3623)
+/// - `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3627)
 #[inline]
 pub fn _batch_norm_with_update<'a>(
     input: &'a Tensor,
@@ -4856,35 +4881,35 @@ pub fn _batch_norm_with_update<'a>(
 }
 
 /// `fft_fftshift`; overloads:
-/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3629)
+/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3633)
 #[inline]
 pub fn fft_fftshift<'a>(self_: &'a Tensor) -> builders::FftFftshift<'a> {
     builders::FftFftshift { self_, dim: None }
 }
 
 /// `fft_ifftshift`; overloads:
-/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3633)
+/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3637)
 #[inline]
 pub fn fft_ifftshift<'a>(self_: &'a Tensor) -> builders::FftIfftshift<'a> {
     builders::FftIfftshift { self_, dim: None }
 }
 
 /// `linalg_vecdot`; overloads:
-/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3637)
+/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3641)
 #[inline]
 pub fn linalg_vecdot<'a>(x: &'a Tensor, y: &'a Tensor) -> builders::LinalgVecdot<'a> {
     builders::LinalgVecdot { x, y, dim: None }
 }
 
 /// `linalg_vander`; overloads:
-/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3641)
+/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3645)
 #[inline]
 pub fn linalg_vander<'a>(x: &'a Tensor) -> builders::LinalgVander<'a> {
     builders::LinalgVander { x, n: None }
 }
 
 /// `linalg_multi_dot`; overloads:
-/// - `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3645)
+/// - `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3649)
 #[inline]
 pub fn linalg_multi_dot<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -4892,63 +4917,63 @@ pub fn linalg_multi_dot<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor
 }
 
 /// `linalg_matrix_power`; overloads:
-/// - `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3649)
+/// - `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3653)
 #[inline]
 pub fn linalg_matrix_power<'a>(self_: &'a Tensor, n: i64) -> Result<Tensor> {
     crate::handles::linalg_matrix_power::call(self_, n)
 }
 
 /// `quantile`; overloads:
-/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3653)
+/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3657)
 #[inline]
 pub fn quantile<'a>(self_: &'a Tensor, q: &'a Tensor) -> builders::Quantile<'a> {
     builders::Quantile { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `quantile`; overloads:
-/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3657)
+/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3661)
 #[inline]
 pub fn quantile_scalar<'a>(self_: &'a Tensor, q: f64) -> builders::QuantileScalar<'a> {
     builders::QuantileScalar { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `nanquantile`; overloads:
-/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3661)
+/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3665)
 #[inline]
 pub fn nanquantile<'a>(self_: &'a Tensor, q: &'a Tensor) -> builders::Nanquantile<'a> {
     builders::Nanquantile { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `nanquantile`; overloads:
-/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3665)
+/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3669)
 #[inline]
 pub fn nanquantile_scalar<'a>(self_: &'a Tensor, q: f64) -> builders::NanquantileScalar<'a> {
     builders::NanquantileScalar { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `nanmedian`; overloads:
-/// - `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3669)
+/// - `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3673)
 #[inline]
 pub fn nanmedian<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::nanmedian::call(self_)
 }
 
 /// `nanmedian`; overloads:
-/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3673)
+/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3677)
 #[inline]
 pub fn nanmedian_dim<'a>(self_: &'a Tensor, dim: i64) -> builders::NanmedianDim<'a> {
     builders::NanmedianDim { self_, dim, keepdim: None }
 }
 
 /// `mode`; overloads:
-/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3677)
+/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3681)
 #[inline]
 pub fn mode<'a>(self_: &'a Tensor) -> builders::Mode<'a> {
     builders::Mode { self_, dim: None, keepdim: None }
 }
 
 /// `scatter_reduce`; overloads:
-/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3681)
+/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3685)
 #[inline]
 pub fn scatter_reduce_two<'a>(
     self_: &'a Tensor,
@@ -4961,7 +4986,7 @@ pub fn scatter_reduce_two<'a>(
 }
 
 /// `index_reduce`; overloads:
-/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3685)
+/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3689)
 #[inline]
 pub fn index_reduce<'a>(
     self_: &'a Tensor,
@@ -4974,7 +4999,7 @@ pub fn index_reduce<'a>(
 }
 
 /// `max_unpool2d`; overloads:
-/// - `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3691)
+/// - `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3695)
 #[inline]
 pub fn max_unpool2d<'a>(self_: &'a Tensor, indices: &'a Tensor, output_size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let output_size: IntList<'a> = output_size.into();
@@ -4983,7 +5008,7 @@ pub fn max_unpool2d<'a>(self_: &'a Tensor, indices: &'a Tensor, output_size: imp
 }
 
 /// `max_unpool3d`; overloads:
-/// - `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3695)
+/// - `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3699)
 #[inline]
 pub fn max_unpool3d<'a>(
     self_: &'a Tensor,
@@ -5002,7 +5027,7 @@ pub fn max_unpool3d<'a>(
 }
 
 /// `upsample_nearest1d`; overloads:
-/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3699)
+/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3703)
 #[inline]
 pub fn upsample_nearest1d<'a>(
     self_: &'a Tensor,
@@ -5012,35 +5037,35 @@ pub fn upsample_nearest1d<'a>(
 }
 
 /// `gcd`; overloads:
-/// - `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3703)
+/// - `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3707)
 #[inline]
 pub fn gcd<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::gcd::call(self_, other)
 }
 
 /// `lcm`; overloads:
-/// - `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3707)
+/// - `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3711)
 #[inline]
 pub fn lcm<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::lcm::call(self_, other)
 }
 
 /// `linalg_lu_factor_ex`; overloads:
-/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3714)
+/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3718)
 #[inline]
 pub fn linalg_lu_factor_ex<'a>(a_: &'a Tensor) -> builders::LinalgLuFactorEx<'a> {
     builders::LinalgLuFactorEx { a_, pivot: None, check_errors: None }
 }
 
 /// `linalg_lu_solve`; overloads:
-/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3718)
+/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3722)
 #[inline]
 pub fn linalg_lu_solve<'a>(lu: &'a Tensor, pivots: &'a Tensor, b: &'a Tensor) -> builders::LinalgLuSolve<'a> {
     builders::LinalgLuSolve { lu, pivots, b, left: None, adjoint: None }
 }
 
 /// `linalg_solve_triangular`; overloads:
-/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3722)
+/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3726)
 #[inline]
 pub fn linalg_solve_triangular<'a>(
     self_: &'a Tensor,
@@ -5051,266 +5076,266 @@ pub fn linalg_solve_triangular<'a>(
 }
 
 /// `linalg_cholesky_ex`; overloads:
-/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3726)
+/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3730)
 #[inline]
 pub fn linalg_cholesky_ex<'a>(self_: &'a Tensor) -> builders::LinalgCholeskyEx<'a> {
     builders::LinalgCholeskyEx { self_, upper: None, check_errors: None }
 }
 
 /// `geqrf`; overloads:
-/// - `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3730)
+/// - `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3734)
 #[inline]
 pub fn geqrf<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::geqrf::call(self_)
 }
 
 /// `linalg_qr`; overloads:
-/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3734)
+/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3738)
 #[inline]
 pub fn linalg_qr<'a>(a_: &'a Tensor) -> builders::LinalgQr<'a> {
     builders::LinalgQr { a_, mode: None }
 }
 
 /// `linalg_eigh`; overloads:
-/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3738)
+/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3742)
 #[inline]
 pub fn linalg_eigh<'a>(self_: &'a Tensor) -> builders::LinalgEigh<'a> {
     builders::LinalgEigh { self_, uplo: None }
 }
 
 /// `_linalg_svd`; overloads:
-/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3742)
+/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3746)
 #[inline]
 pub fn _linalg_svd<'a>(a_: &'a Tensor) -> builders::PrivateLinalgSvd<'a> {
     builders::PrivateLinalgSvd { a_, full_matrices: None, compute_uv: None, driver: None }
 }
 
 /// `linalg_lu_factor`; overloads:
-/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3746)
+/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3750)
 #[inline]
 pub fn linalg_lu_factor<'a>(a_: &'a Tensor) -> builders::LinalgLuFactor<'a> {
     builders::LinalgLuFactor { a_, pivot: None }
 }
 
 /// `_lu_with_info`; overloads:
-/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3750)
+/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3754)
 #[inline]
 pub fn _lu_with_info<'a>(self_: &'a Tensor) -> builders::PrivateLuWithInfo<'a> {
     builders::PrivateLuWithInfo { self_, pivot: None, check_errors: None }
 }
 
 /// `linalg_lu`; overloads:
-/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3754)
+/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3758)
 #[inline]
 pub fn linalg_lu<'a>(a_: &'a Tensor) -> builders::LinalgLu<'a> {
     builders::LinalgLu { a_, pivot: None }
 }
 
 /// `lu_unpack`; overloads:
-/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3758)
+/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3762)
 #[inline]
 pub fn lu_unpack<'a>(lu_data: &'a Tensor, lu_pivots: &'a Tensor) -> builders::LuUnpack<'a> {
     builders::LuUnpack { lu_data, lu_pivots, unpack_data: None, unpack_pivots: None }
 }
 
 /// `lu_solve`; overloads:
-/// - `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3762)
+/// - `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3766)
 #[inline]
 pub fn lu_solve<'a>(self_: &'a Tensor, lu_data: &'a Tensor, lu_pivots: &'a Tensor) -> Result<Tensor> {
     crate::handles::lu_solve::call(self_, lu_data, lu_pivots)
 }
 
 /// `linalg_solve_ex`; overloads:
-/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3766)
+/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3770)
 #[inline]
 pub fn linalg_solve_ex<'a>(a_: &'a Tensor, b: &'a Tensor) -> builders::LinalgSolveEx<'a> {
     builders::LinalgSolveEx { a_, b, left: None, check_errors: None }
 }
 
 /// `linalg_solve`; overloads:
-/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3770)
+/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3774)
 #[inline]
 pub fn linalg_solve<'a>(a_: &'a Tensor, b: &'a Tensor) -> builders::LinalgSolve<'a> {
     builders::LinalgSolve { a_, b, left: None }
 }
 
 /// `linalg_inv_ex`; overloads:
-/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3774)
+/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3778)
 #[inline]
 pub fn linalg_inv_ex<'a>(a_: &'a Tensor) -> builders::LinalgInvEx<'a> {
     builders::LinalgInvEx { a_, check_errors: None }
 }
 
 /// `linalg_inv`; overloads:
-/// - `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3778)
+/// - `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3782)
 #[inline]
 pub fn linalg_inv<'a>(a_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_inv::call(a_)
 }
 
 /// `inverse`; overloads:
-/// - `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3782)
+/// - `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3786)
 #[inline]
 pub fn inverse<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::inverse::call(self_)
 }
 
 /// `linalg_det`; overloads:
-/// - `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3786)
+/// - `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3790)
 #[inline]
 pub fn linalg_det<'a>(a_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_det::call(a_)
 }
 
 /// `det`; overloads:
-/// - `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3790)
+/// - `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3794)
 #[inline]
 pub fn det<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::det::call(self_)
 }
 
 /// `linalg_slogdet`; overloads:
-/// - `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3794)
+/// - `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3798)
 #[inline]
 pub fn linalg_slogdet<'a>(a_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_slogdet::call(a_)
 }
 
 /// `slogdet`; overloads:
-/// - `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3798)
+/// - `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3802)
 #[inline]
 pub fn slogdet<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::slogdet::call(self_)
 }
 
 /// `logdet`; overloads:
-/// - `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3802)
+/// - `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3806)
 #[inline]
 pub fn logdet<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::logdet::call(self_)
 }
 
 /// `linalg_cholesky`; overloads:
-/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3806)
+/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3810)
 #[inline]
 pub fn linalg_cholesky<'a>(self_: &'a Tensor) -> builders::LinalgCholesky<'a> {
     builders::LinalgCholesky { self_, upper: None }
 }
 
 /// `cholesky_solve`; overloads:
-/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3810)
+/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3814)
 #[inline]
 pub fn cholesky_solve<'a>(self_: &'a Tensor, input2: &'a Tensor) -> builders::CholeskySolve<'a> {
     builders::CholeskySolve { self_, input2, upper: None }
 }
 
 /// `cholesky_inverse`; overloads:
-/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3814)
+/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3818)
 #[inline]
 pub fn cholesky_inverse<'a>(self_: &'a Tensor) -> builders::CholeskyInverse<'a> {
     builders::CholeskyInverse { self_, upper: None }
 }
 
 /// `triangular_solve`; overloads:
-/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3818)
+/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3822)
 #[inline]
 pub fn triangular_solve<'a>(self_: &'a Tensor, a_: &'a Tensor) -> builders::TriangularSolve<'a> {
     builders::TriangularSolve { self_, a_, upper: None, transpose: None, unitriangular: None }
 }
 
 /// `linalg_householder_product`; overloads:
-/// - `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3822)
+/// - `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3826)
 #[inline]
 pub fn linalg_householder_product<'a>(input: &'a Tensor, tau: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_householder_product::call(input, tau)
 }
 
 /// `orgqr`; overloads:
-/// - `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3826)
+/// - `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3830)
 #[inline]
 pub fn orgqr<'a>(self_: &'a Tensor, input2: &'a Tensor) -> Result<Tensor> {
     crate::handles::orgqr::call(self_, input2)
 }
 
 /// `ormqr`; overloads:
-/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3830)
+/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3834)
 #[inline]
 pub fn ormqr<'a>(self_: &'a Tensor, input2: &'a Tensor, input3: &'a Tensor) -> builders::Ormqr<'a> {
     builders::Ormqr { self_, input2, input3, left: None, transpose: None }
 }
 
 /// `linalg_svd`; overloads:
-/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3834)
+/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3838)
 #[inline]
 pub fn linalg_svd<'a>(a_: &'a Tensor) -> builders::LinalgSvd<'a> {
     builders::LinalgSvd { a_, full_matrices: None, driver: None }
 }
 
 /// `svd`; overloads:
-/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3838)
+/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3842)
 #[inline]
 pub fn svd<'a>(self_: &'a Tensor) -> builders::Svd<'a> {
     builders::Svd { self_, some: None, compute_uv: None }
 }
 
 /// `linalg_svdvals`; overloads:
-/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3842)
+/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3846)
 #[inline]
 pub fn linalg_svdvals<'a>(a_: &'a Tensor) -> builders::LinalgSvdvals<'a> {
     builders::LinalgSvdvals { a_, driver: None }
 }
 
 /// `linalg_eigvalsh`; overloads:
-/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3846)
+/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3850)
 #[inline]
 pub fn linalg_eigvalsh<'a>(self_: &'a Tensor) -> builders::LinalgEigvalsh<'a> {
     builders::LinalgEigvalsh { self_, uplo: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3850)
+/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3854)
 #[inline]
 pub fn linalg_pinv<'a>(self_: &'a Tensor, rcond: f64) -> builders::LinalgPinv<'a> {
     builders::LinalgPinv { self_, rcond, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3854)
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3858)
 #[inline]
 pub fn linalg_pinv_atol_rtol_float<'a>(self_: &'a Tensor) -> builders::LinalgPinvAtolRtolFloat<'a> {
     builders::LinalgPinvAtolRtolFloat { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3858)
+/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3862)
 #[inline]
 pub fn linalg_pinv_atol_rtol_tensor<'a>(self_: &'a Tensor) -> builders::LinalgPinvAtolRtolTensor<'a> {
     builders::LinalgPinvAtolRtolTensor { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3862)
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3866)
 #[inline]
 pub fn linalg_pinv_rcond_tensor<'a>(self_: &'a Tensor, rcond: &'a Tensor) -> builders::LinalgPinvRcondTensor<'a> {
     builders::LinalgPinvRcondTensor { self_, rcond, hermitian: None }
 }
 
 /// `pinverse`; overloads:
-/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3866)
+/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3870)
 #[inline]
 pub fn pinverse<'a>(self_: &'a Tensor) -> builders::Pinverse<'a> {
     builders::Pinverse { self_, rcond: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3870)
+/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3874)
 #[inline]
 pub fn linalg_matrix_rank<'a>(self_: &'a Tensor, tol: f64) -> builders::LinalgMatrixRank<'a> {
     builders::LinalgMatrixRank { self_, tol, hermitian: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3874)
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3878)
 #[inline]
 pub fn linalg_matrix_rank_tol_tensor<'a>(
     input: &'a Tensor,
@@ -5320,98 +5345,98 @@ pub fn linalg_matrix_rank_tol_tensor<'a>(
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3878)
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3882)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_tensor<'a>(input: &'a Tensor) -> builders::LinalgMatrixRankAtolRtolTensor<'a> {
     builders::LinalgMatrixRankAtolRtolTensor { input, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3882)
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3886)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_float<'a>(self_: &'a Tensor) -> builders::LinalgMatrixRankAtolRtolFloat<'a> {
     builders::LinalgMatrixRankAtolRtolFloat { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_matrix_norm`; overloads:
-/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3886)
+/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3890)
 #[inline]
 pub fn linalg_matrix_norm<'a>(self_: &'a Tensor, ord: impl Into<Scalar>) -> builders::LinalgMatrixNorm<'a> {
     builders::LinalgMatrixNorm { self_, ord: ord.into(), dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_matrix_norm`; overloads:
-/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3890)
+/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3894)
 #[inline]
 pub fn linalg_matrix_norm_str_ord<'a>(self_: &'a Tensor) -> builders::LinalgMatrixNormStrOrd<'a> {
     builders::LinalgMatrixNormStrOrd { self_, ord: None, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_norm`; overloads:
-/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3894)
+/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3898)
 #[inline]
 pub fn linalg_norm<'a>(self_: &'a Tensor) -> builders::LinalgNorm<'a> {
     builders::LinalgNorm { self_, ord: None, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_norm`; overloads:
-/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3898)
+/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3902)
 #[inline]
 pub fn linalg_norm_ord_str<'a>(self_: &'a Tensor, ord: &'a str) -> builders::LinalgNormOrdStr<'a> {
     builders::LinalgNormOrdStr { self_, ord, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_cond`; overloads:
-/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3902)
+/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3906)
 #[inline]
 pub fn linalg_cond<'a>(self_: &'a Tensor) -> builders::LinalgCond<'a> {
     builders::LinalgCond { self_, p: None }
 }
 
 /// `linalg_cond`; overloads:
-/// - `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3906)
+/// - `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3910)
 #[inline]
 pub fn linalg_cond_p_str<'a>(self_: &'a Tensor, p: &'a str) -> Result<Tensor> {
     crate::handles::linalg_cond_p_str::call(self_, p)
 }
 
 /// `linalg_tensorinv`; overloads:
-/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3910)
+/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3914)
 #[inline]
 pub fn linalg_tensorinv<'a>(self_: &'a Tensor) -> builders::LinalgTensorinv<'a> {
     builders::LinalgTensorinv { self_, ind: None }
 }
 
 /// `linalg_tensorsolve`; overloads:
-/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3914)
+/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3918)
 #[inline]
 pub fn linalg_tensorsolve<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::LinalgTensorsolve<'a> {
     builders::LinalgTensorsolve { self_, other, dims: None }
 }
 
 /// `linalg_matrix_exp`; overloads:
-/// - `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3918)
+/// - `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3922)
 #[inline]
 pub fn linalg_matrix_exp<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_exp::call(self_)
 }
 
 /// `matrix_exp`; overloads:
-/// - `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3922)
+/// - `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3926)
 #[inline]
 pub fn matrix_exp<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::matrix_exp::call(self_)
 }
 
 /// `linalg_lstsq`; overloads:
-/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3926)
+/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3930)
 #[inline]
 pub fn linalg_lstsq<'a>(self_: &'a Tensor, b: &'a Tensor) -> builders::LinalgLstsq<'a> {
     builders::LinalgLstsq { self_, b, rcond: None, driver: None }
 }
 
 /// `randint_like`; overloads:
-/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3947)
+/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3951)
 #[inline]
 pub fn randint_like<'a>(self_: &'a Tensor, high: i64) -> builders::RandintLike<'a> {
     builders::RandintLike {
@@ -5426,7 +5451,7 @@ pub fn randint_like<'a>(self_: &'a Tensor, high: i64) -> builders::RandintLike<'
 }
 
 /// `randint_like`; overloads:
-/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3951)
+/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3955)
 #[inline]
 pub fn randint_like_tensor<'a>(self_: &'a Tensor, high: &'a Tensor) -> builders::RandintLikeTensor<'a> {
     builders::RandintLikeTensor {
@@ -5441,7 +5466,7 @@ pub fn randint_like_tensor<'a>(self_: &'a Tensor, high: &'a Tensor) -> builders:
 }
 
 /// `randint_like`; overloads:
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3955)
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3959)
 #[inline]
 pub fn randint_like_low_dtype<'a>(self_: &'a Tensor, low: i64, high: i64) -> builders::RandintLikeLowDtype<'a> {
     builders::RandintLikeLowDtype {
@@ -5457,63 +5482,63 @@ pub fn randint_like_low_dtype<'a>(self_: &'a Tensor, low: i64, high: i64) -> bui
 }
 
 /// `rrelu`; overloads:
-/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3959)
+/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3963)
 #[inline]
 pub fn rrelu<'a>(self_: &'a Tensor) -> builders::Rrelu<'a> {
     builders::Rrelu { self_, lower: None, upper: None, training: None, generator: None }
 }
 
 /// `nextafter`; overloads:
-/// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3965)
+/// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3969)
 #[inline]
 pub fn nextafter<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::nextafter::call(self_, other)
 }
 
 /// `frexp`; overloads:
-/// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3970)
+/// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3974)
 #[inline]
 pub fn frexp<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::frexp_tensor::call(self_)
 }
 
 /// `igamma`; overloads:
-/// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3975)
+/// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3979)
 #[inline]
 pub fn igamma<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::igamma::call(self_, other)
 }
 
 /// `igammac`; overloads:
-/// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3980)
+/// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3984)
 #[inline]
 pub fn igammac<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::igammac::call(self_, other)
 }
 
 /// `item`; overloads:
-/// - `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3987)
+/// - `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3991)
 #[inline]
 pub fn item<'a>(self_: &'a Tensor) -> Result<Scalar> {
     crate::handles::item::call(self_)
 }
 
 /// `equal`; overloads:
-/// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3992)
+/// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3996)
 #[inline]
 pub fn equal<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<bool> {
     crate::handles::equal::call(self_, other)
 }
 
 /// `allclose`; overloads:
-/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3997)
+/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4001)
 #[inline]
 pub fn allclose<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Allclose<'a> {
     builders::Allclose { self_, other, rtol: None, atol: None, equal_nan: None }
 }
 
 /// `rnn_tanh`; overloads:
-/// - `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4010)
+/// - `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4014)
 #[inline]
 pub fn rnn_tanh<'a>(
     input: &'a Tensor,
@@ -5541,7 +5566,7 @@ pub fn rnn_tanh<'a>(
 }
 
 /// `rnn_relu`; overloads:
-/// - `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4014)
+/// - `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4018)
 #[inline]
 pub fn rnn_relu<'a>(
     input: &'a Tensor,
@@ -5569,7 +5594,7 @@ pub fn rnn_relu<'a>(
 }
 
 /// `gru`; overloads:
-/// - `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4018)
+/// - `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4022)
 #[inline]
 pub fn gru<'a>(
     input: &'a Tensor,
@@ -5597,7 +5622,7 @@ pub fn gru<'a>(
 }
 
 /// `lstm`; overloads:
-/// - `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4022)
+/// - `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4026)
 #[inline]
 pub fn lstm<'a>(
     input: &'a Tensor,
@@ -5626,7 +5651,7 @@ pub fn lstm<'a>(
 }
 
 /// `rnn_tanh_cell`; overloads:
-/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4026)
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
 #[inline]
 pub fn rnn_tanh_cell<'a>(
     input: &'a Tensor,
@@ -5638,7 +5663,7 @@ pub fn rnn_tanh_cell<'a>(
 }
 
 /// `rnn_relu_cell`; overloads:
-/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
 #[inline]
 pub fn rnn_relu_cell<'a>(
     input: &'a Tensor,
@@ -5650,14 +5675,14 @@ pub fn rnn_relu_cell<'a>(
 }
 
 /// `gru_cell`; overloads:
-/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4038)
 #[inline]
 pub fn gru_cell<'a>(input: &'a Tensor, hx: &'a Tensor, w_ih: &'a Tensor, w_hh: &'a Tensor) -> builders::GruCell<'a> {
     builders::GruCell { input, hx, w_ih, w_hh, b_ih: None, b_hh: None }
 }
 
 /// `lstm_cell`; overloads:
-/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4038)
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4042)
 #[inline]
 pub fn lstm_cell<'a>(
     input: &'a Tensor,
@@ -5669,7 +5694,7 @@ pub fn lstm_cell<'a>(
 }
 
 /// `_chunk_cat`; overloads:
-/// - `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4042)
+/// - `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4046)
 #[inline]
 pub fn _chunk_cat<'a>(tensors: impl Into<TensorList<'a>>, dim: i64, num_chunks: i64) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -5677,7 +5702,7 @@ pub fn _chunk_cat<'a>(tensors: impl Into<TensorList<'a>>, dim: i64, num_chunks: 
 }
 
 /// `as_strided_scatter`; overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4046)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4050)
 #[inline]
 pub fn as_strided_scatter<'a>(
     self_: &'a Tensor,
@@ -5689,14 +5714,14 @@ pub fn as_strided_scatter<'a>(
 }
 
 /// `nonzero_numpy`; overloads:
-/// - `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4050)
+/// - `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4054)
 #[inline]
 pub fn nonzero_numpy<'a>(self_: &'a Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
 /// `_unsafe_masked_index`; overloads:
-/// - `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4054)
+/// - `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4058)
 #[inline]
 pub fn _unsafe_masked_index<'a>(
     self_: &'a Tensor,
@@ -5709,7 +5734,7 @@ pub fn _unsafe_masked_index<'a>(
 }
 
 /// `_unsafe_masked_index_put_accumulate`; overloads:
-/// - `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4058)
+/// - `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4062)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate<'a>(
     self_: &'a Tensor,
@@ -5721,7 +5746,7 @@ pub fn _unsafe_masked_index_put_accumulate<'a>(
 }
 
 /// `im2col`; overloads:
-/// - `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4062)
+/// - `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4066)
 #[inline]
 pub fn im2col<'a>(
     self_: &'a Tensor,
@@ -5742,42 +5767,42 @@ pub fn im2col<'a>(
 }
 
 /// `linalg_matrix_sqrth`; overloads:
-/// - `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4066)
+/// - `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4070)
 #[inline]
 pub fn linalg_matrix_sqrth<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
 /// `linalg_polar`; overloads:
-/// - `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4070)
+/// - `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4074)
 #[inline]
 pub fn linalg_polar<'a>(a_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
 /// `multi_margin_loss`; overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4074)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
 #[inline]
 pub fn multi_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::MultiMarginLoss<'a> {
     builders::MultiMarginLoss { self_, target, p: None, margin: None, weight: None, reduction: None }
 }
 
 /// `multilabel_margin_loss`; overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4082)
 #[inline]
 pub fn multilabel_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::MultilabelMarginLoss<'a> {
     builders::MultilabelMarginLoss { self_, target, reduction: None }
 }
 
 /// `unique_consecutive`; overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4082)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4086)
 #[inline]
 pub fn unique_consecutive<'a>(self_: &'a Tensor) -> builders::UniqueConsecutive<'a> {
     builders::UniqueConsecutive { self_, return_inverse: None, return_counts: None, dim: None }
 }
 
 /// `_upsample_nearest_exact1d`; overloads:
-/// - `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4088)
+/// - `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4092)
 #[inline]
 pub fn _upsample_nearest_exact1d_vec<'a>(
     input: &'a Tensor,
@@ -5788,7 +5813,7 @@ pub fn _upsample_nearest_exact1d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact2d`; overloads:
-/// - `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4092)
+/// - `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4096)
 #[inline]
 pub fn _upsample_nearest_exact2d_vec<'a>(
     input: &'a Tensor,
@@ -5799,7 +5824,7 @@ pub fn _upsample_nearest_exact2d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact3d`; overloads:
-/// - `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4096)
+/// - `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4100)
 #[inline]
 pub fn _upsample_nearest_exact3d_vec<'a>(
     input: &'a Tensor,
@@ -5810,7 +5835,7 @@ pub fn _upsample_nearest_exact3d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact1d`; overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4100)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4104)
 #[inline]
 pub fn _upsample_nearest_exact1d<'a>(
     self_: &'a Tensor,
@@ -5820,7 +5845,7 @@ pub fn _upsample_nearest_exact1d<'a>(
 }
 
 /// `_upsample_nearest_exact2d`; overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4104)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
 #[inline]
 pub fn _upsample_nearest_exact2d<'a>(
     self_: &'a Tensor,
@@ -5830,7 +5855,7 @@ pub fn _upsample_nearest_exact2d<'a>(
 }
 
 /// `_upsample_nearest_exact3d`; overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4112)
 #[inline]
 pub fn _upsample_nearest_exact3d<'a>(
     self_: &'a Tensor,
@@ -5846,84 +5871,84 @@ pub fn _upsample_nearest_exact3d<'a>(
 }
 
 /// `fft_irfft`; overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
 #[inline]
 pub fn fft_irfft<'a>(self_: &'a Tensor) -> builders::FftIrfft<'a> {
     builders::FftIrfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_irfft2`; overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
 #[inline]
 pub fn fft_irfft2<'a>(self_: &'a Tensor) -> builders::FftIrfft2<'a> {
     builders::FftIrfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_irfftn`; overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
 #[inline]
 pub fn fft_irfftn<'a>(self_: &'a Tensor) -> builders::FftIrfftn<'a> {
     builders::FftIrfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_hfft`; overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
 #[inline]
 pub fn fft_hfft<'a>(self_: &'a Tensor) -> builders::FftHfft<'a> {
     builders::FftHfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_hfft2`; overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
 #[inline]
 pub fn fft_hfft2<'a>(self_: &'a Tensor) -> builders::FftHfft2<'a> {
     builders::FftHfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_hfftn`; overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4138)
 #[inline]
 pub fn fft_hfftn<'a>(self_: &'a Tensor) -> builders::FftHfftn<'a> {
     builders::FftHfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `gradient`; overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4154)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4158)
 #[inline]
 pub fn gradient<'a>(self_: &'a Tensor) -> builders::Gradient<'a> {
     builders::Gradient { self_, spacing: None, dim: None, edge_order: None }
 }
 
 /// `histogram`; overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4158)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4162)
 #[inline]
 pub fn histogram<'a>(self_: &'a Tensor) -> builders::Histogram<'a> {
     builders::Histogram { self_, bins: None, range: None, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4162)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
 #[inline]
 pub fn histogramdd<'a>(self_: &'a Tensor, bins: impl Into<IntList<'a>>) -> builders::Histogramdd<'a> {
     builders::Histogramdd { self_, bins: bins.into(), range: None, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4170)
 #[inline]
 pub fn histogramdd_int_bins<'a>(self_: &'a Tensor, bins: i64) -> builders::HistogramddIntBins<'a> {
     builders::HistogramddIntBins { self_, bins, range: None, weight: None, density: None }
 }
 
 /// `histogram`; overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4170)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4174)
 #[inline]
 pub fn histogram_bins_tensor<'a>(self_: &'a Tensor, bins: &'a Tensor) -> builders::HistogramBinsTensor<'a> {
     builders::HistogramBinsTensor { self_, bins, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4174)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4178)
 #[inline]
 pub fn histogramdd_tensorlist_bins<'a>(
     self_: &'a Tensor,
@@ -5933,7 +5958,7 @@ pub fn histogramdd_tensorlist_bins<'a>(
 }
 
 /// `upsample_trilinear3d`; overloads:
-/// - `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4180)
+/// - `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4184)
 #[inline]
 pub fn upsample_trilinear3d_vec<'a>(
     input: &'a Tensor,
@@ -5945,7 +5970,7 @@ pub fn upsample_trilinear3d_vec<'a>(
 }
 
 /// `upsample_bicubic2d`; overloads:
-/// - `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4184)
+/// - `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4188)
 #[inline]
 pub fn upsample_bicubic2d_vec<'a>(
     input: &'a Tensor,
@@ -5957,7 +5982,7 @@ pub fn upsample_bicubic2d_vec<'a>(
 }
 
 /// `upsample_trilinear3d`; overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4188)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
 #[inline]
 pub fn upsample_trilinear3d<'a>(
     self_: &'a Tensor,
@@ -5975,7 +6000,7 @@ pub fn upsample_trilinear3d<'a>(
 }
 
 /// `upsample_bicubic2d`; overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4196)
 #[inline]
 pub fn upsample_bicubic2d<'a>(
     self_: &'a Tensor,
@@ -5992,7 +6017,7 @@ pub fn upsample_bicubic2d<'a>(
 }
 
 /// `segment_reduce`; overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4196)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4200)
 #[inline]
 pub fn segment_reduce<'a>(data: &'a Tensor, reduce: &'a str) -> builders::SegmentReduce<'a> {
     builders::SegmentReduce {
@@ -6008,7 +6033,7 @@ pub fn segment_reduce<'a>(data: &'a Tensor, reduce: &'a str) -> builders::Segmen
 }
 
 /// `_sparse_coo_tensor_with_dims_and_tensors`; overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4202)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
 #[inline]
 pub fn _sparse_coo_tensor_with_dims_and_tensors<'a>(
     sparse_dim: i64,
@@ -6032,7 +6057,7 @@ pub fn _sparse_coo_tensor_with_dims_and_tensors<'a>(
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
 #[inline]
 pub fn sparse_coo_tensor<'a>(
     indices: &'a Tensor,
@@ -6052,7 +6077,7 @@ pub fn sparse_coo_tensor<'a>(
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4214)
 #[inline]
 pub fn sparse_coo_tensor_indices<'a>(indices: &'a Tensor, values: &'a Tensor) -> builders::SparseCooTensorIndices<'a> {
     builders::SparseCooTensorIndices {
@@ -6067,35 +6092,35 @@ pub fn sparse_coo_tensor_indices<'a>(indices: &'a Tensor, values: &'a Tensor) ->
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4214)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4218)
 #[inline]
 pub fn sparse_coo_tensor_size<'a>(size: impl Into<IntList<'a>>) -> builders::SparseCooTensorSize<'a> {
     builders::SparseCooTensorSize { size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `_coalesce`; overloads:
-/// - `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4270)
+/// - `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4274)
 #[inline]
 pub fn _coalesce<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::_coalesce::call(self_)
 }
 
 /// `to_dense_backward`; overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4285)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4289)
 #[inline]
 pub fn to_dense_backward<'a>(grad: &'a Tensor, input: &'a Tensor) -> builders::ToDenseBackward<'a> {
     builders::ToDenseBackward { grad, input, masked_grad: None }
 }
 
 /// `_sparse_sum`; overloads:
-/// - `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4311)
+/// - `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4315)
 #[inline]
 pub fn _sparse_sum<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::_sparse_sum::call(self_)
 }
 
 /// `_sparse_sum`; overloads:
-/// - `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4315)
+/// - `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4319)
 #[inline]
 pub fn _sparse_sum_dim<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dim: IntList<'a> = dim.into();
@@ -6104,7 +6129,7 @@ pub fn _sparse_sum_dim<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Re
 }
 
 /// `_sparse_sum_backward`; overloads:
-/// - `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4319)
+/// - `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4323)
 #[inline]
 pub fn _sparse_sum_backward<'a>(grad: &'a Tensor, self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dim: IntList<'a> = dim.into();
@@ -6113,49 +6138,49 @@ pub fn _sparse_sum_backward<'a>(grad: &'a Tensor, self_: &'a Tensor, dim: impl I
 }
 
 /// `_sparse_addmm`; overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4323)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4327)
 #[inline]
 pub fn _sparse_addmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::PrivateSparseAddmm<'a> {
     builders::PrivateSparseAddmm { self_, mat1, mat2, beta: None, alpha: None }
 }
 
 /// `_sparse_mm`; overloads:
-/// - `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4327)
+/// - `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4331)
 #[inline]
 pub fn _sparse_mm<'a>(sparse: &'a Tensor, dense: &'a Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
 /// `hspmm`; overloads:
-/// - `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4331)
+/// - `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4335)
 #[inline]
 pub fn hspmm<'a>(mat1: &'a Tensor, mat2: &'a Tensor) -> Result<Tensor> {
     crate::handles::hspmm::call(mat1, mat2)
 }
 
 /// `sspaddmm`; overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4339)
 #[inline]
 pub fn sspaddmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
     builders::Sspaddmm { self_, mat1, mat2, beta: None, alpha: None }
 }
 
 /// `_sparse_softmax`; overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4340)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4344)
 #[inline]
 pub fn _sparse_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseSoftmaxInt<'a> {
     builders::PrivateSparseSoftmaxInt { self_, dim, dtype: None }
 }
 
 /// `_sparse_softmax`; overloads:
-/// - `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4344)
+/// - `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4348)
 #[inline]
 pub fn _sparse_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
 }
 
 /// `_sparse_softmax_backward_data`; overloads:
-/// - `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4348)
+/// - `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4352)
 #[inline]
 pub fn _sparse_softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -6167,21 +6192,21 @@ pub fn _sparse_softmax_backward_data<'a>(
 }
 
 /// `_sparse_log_softmax`; overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4352)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4356)
 #[inline]
 pub fn _sparse_log_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseLogSoftmaxInt<'a> {
     builders::PrivateSparseLogSoftmaxInt { self_, dim, dtype: None }
 }
 
 /// `_sparse_log_softmax`; overloads:
-/// - `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4356)
+/// - `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4360)
 #[inline]
 pub fn _sparse_log_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
 }
 
 /// `_sparse_log_softmax_backward_data`; overloads:
-/// - `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4360)
+/// - `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4364)
 #[inline]
 pub fn _sparse_log_softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -6193,7 +6218,7 @@ pub fn _sparse_log_softmax_backward_data<'a>(
 }
 
 /// `embedding_sparse_backward`; overloads:
-/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4364)
+/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4368)
 #[inline]
 pub fn embedding_sparse_backward<'a>(
     grad: &'a Tensor,
@@ -6206,7 +6231,7 @@ pub fn embedding_sparse_backward<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4368)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
 #[inline]
 pub fn sparse_csr_tensor<'a>(
     crow_indices: &'a Tensor,
@@ -6227,7 +6252,7 @@ pub fn sparse_csr_tensor<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4376)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value<'a>(
     crow_indices: &'a Tensor,
@@ -6246,7 +6271,7 @@ pub fn sparse_csr_tensor_crow_col_value<'a>(
 }
 
 /// `_foreach_add`; overloads:
-/// - `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4400)
+/// - `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4404)
 #[inline]
 pub fn _foreach_add<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6255,7 +6280,7 @@ pub fn _foreach_add<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_add_`; overloads:
-/// - `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4405)
+/// - `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4409)
 #[inline]
 pub fn _foreach_add_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6264,7 +6289,7 @@ pub fn _foreach_add_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_add`; overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4410)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4414)
 #[inline]
 pub fn _foreach_add_list<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6274,7 +6299,7 @@ pub fn _foreach_add_list<'a>(
 }
 
 /// `_foreach_add_`; overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4415)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4419)
 #[inline]
 pub fn _foreach_add_list_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6284,7 +6309,7 @@ pub fn _foreach_add_list_<'a>(
 }
 
 /// `_foreach_mul`; overloads:
-/// - `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4420)
+/// - `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4424)
 #[inline]
 pub fn _foreach_mul<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6293,7 +6318,7 @@ pub fn _foreach_mul<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_mul_`; overloads:
-/// - `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4425)
+/// - `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4429)
 #[inline]
 pub fn _foreach_mul_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6302,7 +6327,7 @@ pub fn _foreach_mul_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_mul`; overloads:
-/// - `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4430)
+/// - `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4434)
 #[inline]
 pub fn _foreach_mul_list<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6314,7 +6339,7 @@ pub fn _foreach_mul_list<'a>(
 }
 
 /// `_foreach_mul_`; overloads:
-/// - `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4435)
+/// - `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4439)
 #[inline]
 pub fn _foreach_mul_list_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6323,7 +6348,7 @@ pub fn _foreach_mul_list_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into
 }
 
 /// `_foreach_div`; overloads:
-/// - `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4440)
+/// - `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4444)
 #[inline]
 pub fn _foreach_div<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6332,7 +6357,7 @@ pub fn _foreach_div<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_div_`; overloads:
-/// - `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4445)
+/// - `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4449)
 #[inline]
 pub fn _foreach_div_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6341,7 +6366,7 @@ pub fn _foreach_div_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_addcmul`; overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4450)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4454)
 #[inline]
 pub fn _foreach_addcmul<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6357,7 +6382,7 @@ pub fn _foreach_addcmul<'a>(
 }
 
 /// `_foreach_addcmul_`; overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4455)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4459)
 #[inline]
 pub fn _foreach_addcmul_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6373,7 +6398,7 @@ pub fn _foreach_addcmul_<'a>(
 }
 
 /// `_foreach_addcdiv`; overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4460)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4464)
 #[inline]
 pub fn _foreach_addcdiv<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6389,7 +6414,7 @@ pub fn _foreach_addcdiv<'a>(
 }
 
 /// `_foreach_addcdiv_`; overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4465)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4469)
 #[inline]
 pub fn _foreach_addcdiv_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6405,7 +6430,7 @@ pub fn _foreach_addcdiv_<'a>(
 }
 
 /// `_foreach_lerp`; overloads:
-/// - `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4470)
+/// - `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4474)
 #[inline]
 pub fn _foreach_lerp<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6419,7 +6444,7 @@ pub fn _foreach_lerp<'a>(
 }
 
 /// `_foreach_lerp_`; overloads:
-/// - `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4475)
+/// - `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4479)
 #[inline]
 pub fn _foreach_lerp_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6433,7 +6458,7 @@ pub fn _foreach_lerp_<'a>(
 }
 
 /// `_foreach_sqrt`; overloads:
-/// - `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4480)
+/// - `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4484)
 #[inline]
 pub fn _foreach_sqrt<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6441,7 +6466,7 @@ pub fn _foreach_sqrt<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>
 }
 
 /// `_foreach_sqrt_`; overloads:
-/// - `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4485)
+/// - `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4489)
 #[inline]
 pub fn _foreach_sqrt_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6449,7 +6474,7 @@ pub fn _foreach_sqrt_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_neg`; overloads:
-/// - `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4490)
+/// - `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4494)
 #[inline]
 pub fn _foreach_neg<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6457,7 +6482,7 @@ pub fn _foreach_neg<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>>
 }
 
 /// `_foreach_neg_`; overloads:
-/// - `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4495)
+/// - `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4499)
 #[inline]
 pub fn _foreach_neg_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6465,7 +6490,7 @@ pub fn _foreach_neg_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_maximum`; overloads:
-/// - `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4500)
+/// - `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4504)
 #[inline]
 pub fn _foreach_maximum<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6474,7 +6499,7 @@ pub fn _foreach_maximum<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<T
 }
 
 /// `_foreach_maximum_`; overloads:
-/// - `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4505)
+/// - `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4509)
 #[inline]
 pub fn _foreach_maximum_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6483,7 +6508,7 @@ pub fn _foreach_maximum_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<
 }
 
 /// `_foreach_zero_`; overloads:
-/// - `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4510)
+/// - `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4514)
 #[inline]
 pub fn _foreach_zero_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6491,7 +6516,7 @@ pub fn _foreach_zero_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_copy_`; overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4515)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4519)
 #[inline]
 pub fn _foreach_copy_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6501,14 +6526,14 @@ pub fn _foreach_copy_<'a>(
 }
 
 /// `_foreach_norm`; overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4520)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4524)
 #[inline]
 pub fn _foreach_norm<'a>(self_: impl Into<TensorList<'a>>) -> builders::PrivateForeachNorm<'a> {
     builders::PrivateForeachNorm { self_: self_.into(), ord: None, dtype: None }
 }
 
 /// `_amp_foreach_non_finite_check_and_unscale_`; overloads:
-/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4525)
+/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4529)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6520,7 +6545,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
 }
 
 /// `_amp_update_scale_`; overloads:
-/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4530)
+/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4534)
 #[inline]
 pub fn _amp_update_scale_<'a>(
     self_: &'a Tensor,
@@ -8952,28 +8977,28 @@ impl Tensor {
     }
 
     /// `cauchy_`; overloads:
-    /// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3932)
+    /// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3936)
     #[inline]
     pub fn cauchy_<'a>(&'a self) -> builders::CauchyInplace<'a> {
         builders::CauchyInplace { self_: self, median: None, sigma: None, generator: None }
     }
 
     /// `geometric_`; overloads:
-    /// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3937)
+    /// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3941)
     #[inline]
     pub fn geometric_<'a>(&'a self, p: f64) -> builders::GeometricInplace<'a> {
         builders::GeometricInplace { self_: self, p, generator: None }
     }
 
     /// `log_normal_`; overloads:
-    /// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3942)
+    /// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3946)
     #[inline]
     pub fn log_normal_<'a>(&'a self) -> builders::LogNormalInplace<'a> {
         builders::LogNormalInplace { self_: self, mean: None, std: None, generator: None }
     }
 
     /// `nextafter`; overloads:
-    /// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3965)
+    /// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3969)
     #[inline]
     pub fn nextafter<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8981,7 +9006,7 @@ impl Tensor {
     }
 
     /// `frexp`; overloads:
-    /// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3970)
+    /// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3974)
     #[inline]
     pub fn frexp<'a>(&'a self) -> Result<(Tensor, Tensor)> {
         let self_: &'a Tensor = self;
@@ -8989,7 +9014,7 @@ impl Tensor {
     }
 
     /// `igamma`; overloads:
-    /// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3975)
+    /// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3979)
     #[inline]
     pub fn igamma<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8997,7 +9022,7 @@ impl Tensor {
     }
 
     /// `igammac`; overloads:
-    /// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3980)
+    /// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3984)
     #[inline]
     pub fn igammac<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9005,7 +9030,7 @@ impl Tensor {
     }
 
     /// `equal`; overloads:
-    /// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3992)
+    /// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3996)
     #[inline]
     pub fn equal<'a>(&'a self, other: &'a Tensor) -> Result<bool> {
         let self_: &'a Tensor = self;
@@ -9013,14 +9038,14 @@ impl Tensor {
     }
 
     /// `allclose`; overloads:
-    /// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3997)
+    /// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4001)
     #[inline]
     pub fn allclose<'a>(&'a self, other: &'a Tensor) -> builders::Allclose<'a> {
         builders::Allclose { self_: self, other, rtol: None, atol: None, equal_nan: None }
     }
 
     /// `_indices`; overloads:
-    /// - `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4218)
+    /// - `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4222)
     #[inline]
     pub fn _indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9028,7 +9053,7 @@ impl Tensor {
     }
 
     /// `_values`; overloads:
-    /// - `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4223)
+    /// - `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4227)
     #[inline]
     pub fn _values<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9036,7 +9061,7 @@ impl Tensor {
     }
 
     /// `indices`; overloads:
-    /// - `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4228)
+    /// - `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4232)
     #[inline]
     pub fn indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9044,7 +9069,7 @@ impl Tensor {
     }
 
     /// `values`; overloads:
-    /// - `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4233)
+    /// - `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4237)
     #[inline]
     pub fn values<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9052,7 +9077,7 @@ impl Tensor {
     }
 
     /// `_nnz`; overloads:
-    /// - `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4239)
+    /// - `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4243)
     #[inline]
     pub fn _nnz<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9060,7 +9085,7 @@ impl Tensor {
     }
 
     /// `sparse_dim`; overloads:
-    /// - `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4245)
+    /// - `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4249)
     #[inline]
     pub fn sparse_dim<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9068,7 +9093,7 @@ impl Tensor {
     }
 
     /// `dense_dim`; overloads:
-    /// - `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4250)
+    /// - `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4254)
     #[inline]
     pub fn dense_dim<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9076,7 +9101,7 @@ impl Tensor {
     }
 
     /// `is_coalesced`; overloads:
-    /// - `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4255)
+    /// - `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4259)
     #[inline]
     pub fn is_coalesced<'a>(&'a self) -> Result<bool> {
         let self_: &'a Tensor = self;
@@ -9084,7 +9109,7 @@ impl Tensor {
     }
 
     /// `_coalesced_`; overloads:
-    /// - `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4260)
+    /// - `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4264)
     #[inline]
     pub fn _coalesced_<'a>(&'a self, coalesced: bool) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9092,7 +9117,7 @@ impl Tensor {
     }
 
     /// `coalesce`; overloads:
-    /// - `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4265)
+    /// - `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4269)
     #[inline]
     pub fn coalesce<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9100,21 +9125,21 @@ impl Tensor {
     }
 
     /// `to_dense`; overloads:
-    /// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4274)
+    /// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4278)
     #[inline]
     pub fn to_dense<'a>(&'a self) -> builders::ToDense<'a> {
         builders::ToDense { self_: self, dtype: None, masked_grad: None }
     }
 
     /// `_to_dense`; overloads:
-    /// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4279)
+    /// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4283)
     #[inline]
     pub fn _to_dense<'a>(&'a self) -> builders::PrivateToDense<'a> {
         builders::PrivateToDense { self_: self, dtype: None, masked_grad: None }
     }
 
     /// `to_sparse`; overloads:
-    /// - `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4289)
+    /// - `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4293)
     #[inline]
     pub fn to_sparse_sparse_dim<'a>(&'a self, sparse_dim: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9122,14 +9147,14 @@ impl Tensor {
     }
 
     /// `to_sparse`; overloads:
-    /// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4294)
+    /// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4298)
     #[inline]
     pub fn to_sparse<'a>(&'a self) -> builders::ToSparse<'a> {
         builders::ToSparse { self_: self, layout: None, blocksize: None, dense_dim: None }
     }
 
     /// `_to_sparse`; overloads:
-    /// - `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4299)
+    /// - `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4303)
     #[inline]
     pub fn _to_sparse<'a>(&'a self, sparse_dim: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9137,7 +9162,7 @@ impl Tensor {
     }
 
     /// `sparse_mask`; overloads:
-    /// - `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4306)
+    /// - `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4310)
     #[inline]
     pub fn sparse_mask<'a>(&'a self, mask: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9145,14 +9170,14 @@ impl Tensor {
     }
 
     /// `sspaddmm`; overloads:
-    /// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
+    /// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4339)
     #[inline]
     pub fn sspaddmm<'a>(&'a self, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
         builders::Sspaddmm { self_: self, mat1, mat2, beta: None, alpha: None }
     }
 
     /// `crow_indices`; overloads:
-    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4376)
+    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4380)
     #[inline]
     pub fn crow_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9160,7 +9185,7 @@ impl Tensor {
     }
 
     /// `col_indices`; overloads:
-    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4381)
+    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4385)
     #[inline]
     pub fn col_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9168,14 +9193,14 @@ impl Tensor {
     }
 
     /// `to_sparse_csr`; overloads:
-    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4386)
+    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4390)
     #[inline]
     pub fn to_sparse_csr<'a>(&'a self) -> builders::ToSparseCsr<'a> {
         builders::ToSparseCsr { self_: self, dense_dim: None }
     }
 
     /// `_to_sparse_csr`; overloads:
-    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4391)
+    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4395)
     #[inline]
     pub fn _to_sparse_csr<'a>(&'a self) -> builders::PrivateToSparseCsr<'a> {
         builders::PrivateToSparseCsr { self_: self, dense_dim: None }

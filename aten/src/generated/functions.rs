@@ -5660,7 +5660,31 @@ pub fn _native_batch_norm_legit(
     )
 }
 
-/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3619)
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (aten/native_functions.yaml:3619)
+#[inline]
+pub fn _native_batch_norm_legit_functional(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: &Tensor,
+    running_var: &Tensor,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    crate::handles::_native_batch_norm_legit_functional::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+    )
+}
+
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3623)
 #[inline]
 pub fn _native_batch_norm_legit_no_stats(
     input: &Tensor,
@@ -5673,7 +5697,7 @@ pub fn _native_batch_norm_legit_no_stats(
     crate::handles::_native_batch_norm_legit_no_stats::call(input, weight, bias, training, momentum, eps)
 }
 
-/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3623)
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3627)
 #[inline]
 pub fn _batch_norm_with_update(
     input: &Tensor,
@@ -5687,61 +5711,61 @@ pub fn _batch_norm_with_update(
     crate::handles::_batch_norm_with_update::call(input, weight, bias, running_mean, running_var, momentum, eps)
 }
 
-/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3629)
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3633)
 #[inline]
 pub fn fft_fftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_fftshift::call(self_, dim)
 }
 
-/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3633)
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3637)
 #[inline]
 pub fn fft_ifftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_ifftshift::call(self_, dim)
 }
 
-/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3637)
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3641)
 #[inline]
 pub fn linalg_vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::linalg_vecdot::call(x, y, dim)
 }
 
-/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3641)
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3645)
 #[inline]
 pub fn linalg_vander(x: &Tensor, n: Option<i64>) -> Result<Tensor> {
     crate::handles::linalg_vander::call(x, n)
 }
 
-/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3645)
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3649)
 #[inline]
 pub fn linalg_multi_dot(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::linalg_multi_dot::call(tensors)
 }
 
-/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3649)
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3653)
 #[inline]
 pub fn linalg_matrix_power(self_: &Tensor, n: i64) -> Result<Tensor> {
     crate::handles::linalg_matrix_power::call(self_, n)
 }
 
-/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3653)
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3657)
 #[inline]
 pub fn quantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3657)
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3661)
 #[inline]
 pub fn quantile_scalar(self_: &Tensor, q: f64, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3661)
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3665)
 #[inline]
 pub fn nanquantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::nanquantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3665)
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3669)
 #[inline]
 pub fn nanquantile_scalar(
     self_: &Tensor,
@@ -5753,25 +5777,25 @@ pub fn nanquantile_scalar(
     crate::handles::nanquantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3669)
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3673)
 #[inline]
 pub fn nanmedian(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nanmedian::call(self_)
 }
 
-/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3673)
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3677)
 #[inline]
 pub fn nanmedian_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::nanmedian_dim::call(self_, dim, keepdim)
 }
 
-/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3677)
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3681)
 #[inline]
 pub fn mode(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::mode::call(self_, dim, keepdim)
 }
 
-/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3681)
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3685)
 #[inline]
 pub fn scatter_reduce_two(
     self_: &Tensor,
@@ -5784,7 +5808,7 @@ pub fn scatter_reduce_two(
     crate::handles::scatter_reduce_two::call(self_, dim, index, src, reduce, include_self)
 }
 
-/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3685)
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3689)
 #[inline]
 pub fn index_reduce(
     self_: &Tensor,
@@ -5797,13 +5821,13 @@ pub fn index_reduce(
     crate::handles::index_reduce::call(self_, dim, index, source, reduce, include_self)
 }
 
-/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3691)
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3695)
 #[inline]
 pub fn max_unpool2d(self_: &Tensor, indices: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::max_unpool2d::call(self_, indices, output_size)
 }
 
-/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3695)
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3699)
 #[inline]
 pub fn max_unpool3d(
     self_: &Tensor,
@@ -5815,37 +5839,37 @@ pub fn max_unpool3d(
     crate::handles::max_unpool3d::call(self_, indices, output_size, stride, padding)
 }
 
-/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3699)
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3703)
 #[inline]
 pub fn upsample_nearest1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::upsample_nearest1d::call(self_, output_size, scales)
 }
 
-/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3703)
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3707)
 #[inline]
 pub fn gcd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::gcd::call(self_, other)
 }
 
-/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3707)
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3711)
 #[inline]
 pub fn lcm(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::lcm::call(self_, other)
 }
 
-/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3714)
+/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3718)
 #[inline]
 pub fn linalg_lu_factor_ex(a_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu_factor_ex::call(a_, pivot, check_errors)
 }
 
-/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3718)
+/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3722)
 #[inline]
 pub fn linalg_lu_solve(lu: &Tensor, pivots: &Tensor, b: &Tensor, left: bool, adjoint: bool) -> Result<Tensor> {
     crate::handles::linalg_lu_solve::call(lu, pivots, b, left, adjoint)
 }
 
-/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3722)
+/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3726)
 #[inline]
 pub fn linalg_solve_triangular(
     self_: &Tensor,
@@ -5857,31 +5881,31 @@ pub fn linalg_solve_triangular(
     crate::handles::linalg_solve_triangular::call(self_, b, upper, left, unitriangular)
 }
 
-/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3726)
+/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3730)
 #[inline]
 pub fn linalg_cholesky_ex(self_: &Tensor, upper: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_cholesky_ex::call(self_, upper, check_errors)
 }
 
-/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3730)
+/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3734)
 #[inline]
 pub fn geqrf(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::geqrf::call(self_)
 }
 
-/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3734)
+/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3738)
 #[inline]
 pub fn linalg_qr(a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_qr::call(a_, mode)
 }
 
-/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3738)
+/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3742)
 #[inline]
 pub fn linalg_eigh(self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_eigh::call(self_, uplo)
 }
 
-/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3742)
+/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3746)
 #[inline]
 pub fn _linalg_svd(
     a_: &Tensor,
@@ -5892,25 +5916,25 @@ pub fn _linalg_svd(
     crate::handles::_linalg_svd::call(a_, full_matrices, compute_uv, driver)
 }
 
-/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3746)
+/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3750)
 #[inline]
 pub fn linalg_lu_factor(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_lu_factor::call(a_, pivot)
 }
 
-/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3750)
+/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3754)
 #[inline]
 pub fn _lu_with_info(self_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::_lu_with_info::call(self_, pivot, check_errors)
 }
 
-/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3754)
+/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3758)
 #[inline]
 pub fn linalg_lu(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu::call(a_, pivot)
 }
 
-/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3758)
+/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3762)
 #[inline]
 pub fn lu_unpack(
     lu_data: &Tensor,
@@ -5921,91 +5945,91 @@ pub fn lu_unpack(
     crate::handles::lu_unpack::call(lu_data, lu_pivots, unpack_data, unpack_pivots)
 }
 
-/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3762)
+/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3766)
 #[inline]
 pub fn lu_solve(self_: &Tensor, lu_data: &Tensor, lu_pivots: &Tensor) -> Result<Tensor> {
     crate::handles::lu_solve::call(self_, lu_data, lu_pivots)
 }
 
-/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3766)
+/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3770)
 #[inline]
 pub fn linalg_solve_ex(a_: &Tensor, b: &Tensor, left: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_solve_ex::call(a_, b, left, check_errors)
 }
 
-/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3770)
+/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3774)
 #[inline]
 pub fn linalg_solve(a_: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
     crate::handles::linalg_solve::call(a_, b, left)
 }
 
-/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3774)
+/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3778)
 #[inline]
 pub fn linalg_inv_ex(a_: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_inv_ex::call(a_, check_errors)
 }
 
-/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3778)
+/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3782)
 #[inline]
 pub fn linalg_inv(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_inv::call(a_)
 }
 
-/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3782)
+/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3786)
 #[inline]
 pub fn inverse(self_: &Tensor) -> Result<Tensor> {
     crate::handles::inverse::call(self_)
 }
 
-/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3786)
+/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3790)
 #[inline]
 pub fn linalg_det(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_det::call(a_)
 }
 
-/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3790)
+/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3794)
 #[inline]
 pub fn det(self_: &Tensor) -> Result<Tensor> {
     crate::handles::det::call(self_)
 }
 
-/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3794)
+/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3798)
 #[inline]
 pub fn linalg_slogdet(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_slogdet::call(a_)
 }
 
-/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3798)
+/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3802)
 #[inline]
 pub fn slogdet(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::slogdet::call(self_)
 }
 
-/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3802)
+/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3806)
 #[inline]
 pub fn logdet(self_: &Tensor) -> Result<Tensor> {
     crate::handles::logdet::call(self_)
 }
 
-/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3806)
+/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3810)
 #[inline]
 pub fn linalg_cholesky(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::linalg_cholesky::call(self_, upper)
 }
 
-/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3810)
+/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3814)
 #[inline]
 pub fn cholesky_solve(self_: &Tensor, input2: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_solve::call(self_, input2, upper)
 }
 
-/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3814)
+/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3818)
 #[inline]
 pub fn cholesky_inverse(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_inverse::call(self_, upper)
 }
 
-/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3818)
+/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3822)
 #[inline]
 pub fn triangular_solve(
     self_: &Tensor,
@@ -6017,55 +6041,55 @@ pub fn triangular_solve(
     crate::handles::triangular_solve::call(self_, a_, upper, transpose, unitriangular)
 }
 
-/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3822)
+/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3826)
 #[inline]
 pub fn linalg_householder_product(input: &Tensor, tau: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_householder_product::call(input, tau)
 }
 
-/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3826)
+/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3830)
 #[inline]
 pub fn orgqr(self_: &Tensor, input2: &Tensor) -> Result<Tensor> {
     crate::handles::orgqr::call(self_, input2)
 }
 
-/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3830)
+/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3834)
 #[inline]
 pub fn ormqr(self_: &Tensor, input2: &Tensor, input3: &Tensor, left: bool, transpose: bool) -> Result<Tensor> {
     crate::handles::ormqr::call(self_, input2, input3, left, transpose)
 }
 
-/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3834)
+/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3838)
 #[inline]
 pub fn linalg_svd(a_: &Tensor, full_matrices: bool, driver: Option<&str>) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_svd::call(a_, full_matrices, driver)
 }
 
-/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3838)
+/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3842)
 #[inline]
 pub fn svd(self_: &Tensor, some: bool, compute_uv: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::svd::call(self_, some, compute_uv)
 }
 
-/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3842)
+/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3846)
 #[inline]
 pub fn linalg_svdvals(a_: &Tensor, driver: Option<&str>) -> Result<Tensor> {
     crate::handles::linalg_svdvals::call(a_, driver)
 }
 
-/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3846)
+/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3850)
 #[inline]
 pub fn linalg_eigvalsh(self_: &Tensor, uplo: &str) -> Result<Tensor> {
     crate::handles::linalg_eigvalsh::call(self_, uplo)
 }
 
-/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3850)
+/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3854)
 #[inline]
 pub fn linalg_pinv(self_: &Tensor, rcond: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv::call(self_, rcond, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3854)
+/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3858)
 #[inline]
 pub fn linalg_pinv_atol_rtol_float(
     self_: &Tensor,
@@ -6076,7 +6100,7 @@ pub fn linalg_pinv_atol_rtol_float(
     crate::handles::linalg_pinv_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3858)
+/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3862)
 #[inline]
 pub fn linalg_pinv_atol_rtol_tensor(
     self_: &Tensor,
@@ -6087,31 +6111,31 @@ pub fn linalg_pinv_atol_rtol_tensor(
     crate::handles::linalg_pinv_atol_rtol_tensor::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3862)
+/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3866)
 #[inline]
 pub fn linalg_pinv_rcond_tensor(self_: &Tensor, rcond: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv_rcond_tensor::call(self_, rcond, hermitian)
 }
 
-/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3866)
+/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3870)
 #[inline]
 pub fn pinverse(self_: &Tensor, rcond: f64) -> Result<Tensor> {
     crate::handles::pinverse::call(self_, rcond)
 }
 
-/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3870)
+/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3874)
 #[inline]
 pub fn linalg_matrix_rank(self_: &Tensor, tol: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank::call(self_, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3874)
+/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3878)
 #[inline]
 pub fn linalg_matrix_rank_tol_tensor(input: &Tensor, tol: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank_tol_tensor::call(input, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3878)
+/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3882)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_tensor(
     input: &Tensor,
@@ -6122,7 +6146,7 @@ pub fn linalg_matrix_rank_atol_rtol_tensor(
     crate::handles::linalg_matrix_rank_atol_rtol_tensor::call(input, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3882)
+/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3886)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_float(
     self_: &Tensor,
@@ -6133,7 +6157,7 @@ pub fn linalg_matrix_rank_atol_rtol_float(
     crate::handles::linalg_matrix_rank_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3886)
+/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3890)
 #[inline]
 pub fn linalg_matrix_norm(
     self_: &Tensor,
@@ -6145,7 +6169,7 @@ pub fn linalg_matrix_norm(
     crate::handles::linalg_matrix_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3890)
+/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3894)
 #[inline]
 pub fn linalg_matrix_norm_str_ord(
     self_: &Tensor,
@@ -6157,7 +6181,7 @@ pub fn linalg_matrix_norm_str_ord(
     crate::handles::linalg_matrix_norm_str_ord::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3894)
+/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3898)
 #[inline]
 pub fn linalg_norm(
     self_: &Tensor,
@@ -6169,7 +6193,7 @@ pub fn linalg_norm(
     crate::handles::linalg_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3898)
+/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3902)
 #[inline]
 pub fn linalg_norm_ord_str(
     self_: &Tensor,
@@ -6181,43 +6205,43 @@ pub fn linalg_norm_ord_str(
     crate::handles::linalg_norm_ord_str::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3902)
+/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3906)
 #[inline]
 pub fn linalg_cond(self_: &Tensor, p: Option<Scalar>) -> Result<Tensor> {
     crate::handles::linalg_cond::call(self_, p)
 }
 
-/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3906)
+/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3910)
 #[inline]
 pub fn linalg_cond_p_str(self_: &Tensor, p: &str) -> Result<Tensor> {
     crate::handles::linalg_cond_p_str::call(self_, p)
 }
 
-/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3910)
+/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3914)
 #[inline]
 pub fn linalg_tensorinv(self_: &Tensor, ind: i64) -> Result<Tensor> {
     crate::handles::linalg_tensorinv::call(self_, ind)
 }
 
-/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3914)
+/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3918)
 #[inline]
 pub fn linalg_tensorsolve(self_: &Tensor, other: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::linalg_tensorsolve::call(self_, other, dims)
 }
 
-/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3918)
+/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3922)
 #[inline]
 pub fn linalg_matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_exp::call(self_)
 }
 
-/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3922)
+/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3926)
 #[inline]
 pub fn matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::matrix_exp::call(self_)
 }
 
-/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3926)
+/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3930)
 #[inline]
 pub fn linalg_lstsq(
     self_: &Tensor,
@@ -6228,25 +6252,25 @@ pub fn linalg_lstsq(
     crate::handles::linalg_lstsq::call(self_, b, rcond, driver)
 }
 
-/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3932)
+/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3936)
 #[inline]
 pub fn cauchy_(self_: &Tensor, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::cauchy_::call(self_, median, sigma, generator)
 }
 
-/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3937)
+/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3941)
 #[inline]
 pub fn geometric_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::geometric_::call(self_, p, generator)
 }
 
-/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3942)
+/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3946)
 #[inline]
 pub fn log_normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::log_normal_::call(self_, mean, std, generator)
 }
 
-/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3947)
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3951)
 #[inline]
 pub fn randint_like(
     self_: &Tensor,
@@ -6260,7 +6284,7 @@ pub fn randint_like(
     crate::handles::randint_like::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3951)
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3955)
 #[inline]
 pub fn randint_like_tensor(
     self_: &Tensor,
@@ -6274,7 +6298,7 @@ pub fn randint_like_tensor(
     crate::handles::randint_like_tensor::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3955)
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3959)
 #[inline]
 pub fn randint_like_low_dtype(
     self_: &Tensor,
@@ -6289,7 +6313,7 @@ pub fn randint_like_low_dtype(
     crate::handles::randint_like_low_dtype::call(self_, low, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3959)
+/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3963)
 #[inline]
 pub fn rrelu(
     self_: &Tensor,
@@ -6301,49 +6325,49 @@ pub fn rrelu(
     crate::handles::rrelu::call(self_, lower, upper, training, generator)
 }
 
-/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3965)
+/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3969)
 #[inline]
 pub fn nextafter(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::nextafter::call(self_, other)
 }
 
-/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3970)
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3974)
 #[inline]
 pub fn frexp(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::frexp_tensor::call(self_)
 }
 
-/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3975)
+/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3979)
 #[inline]
 pub fn igamma(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igamma::call(self_, other)
 }
 
-/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3980)
+/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3984)
 #[inline]
 pub fn igammac(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igammac::call(self_, other)
 }
 
-/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3987)
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3991)
 #[inline]
 pub fn item(self_: &Tensor) -> Result<Scalar> {
     crate::handles::item::call(self_)
 }
 
-/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3992)
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3996)
 #[inline]
 pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
     crate::handles::equal::call(self_, other)
 }
 
-/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3997)
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4001)
 #[inline]
 pub fn allclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
     crate::handles::allclose::call(self_, other, rtol, atol, equal_nan)
 }
 
-/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4002)
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
 #[inline]
 pub fn linspace_tensor_tensor(
     start: &Tensor,
@@ -6357,7 +6381,7 @@ pub fn linspace_tensor_tensor(
     crate::handles::linspace_tensor_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4010)
 #[inline]
 pub fn logspace_tensor_tensor(
     start: &Tensor,
@@ -6372,7 +6396,7 @@ pub fn logspace_tensor_tensor(
     crate::handles::logspace_tensor_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4010)
+/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4014)
 #[inline]
 pub fn rnn_tanh(
     input: &Tensor,
@@ -6398,7 +6422,7 @@ pub fn rnn_tanh(
     )
 }
 
-/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4014)
+/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4018)
 #[inline]
 pub fn rnn_relu(
     input: &Tensor,
@@ -6424,7 +6448,7 @@ pub fn rnn_relu(
     )
 }
 
-/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4018)
+/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4022)
 #[inline]
 pub fn gru(
     input: &Tensor,
@@ -6450,7 +6474,7 @@ pub fn gru(
     )
 }
 
-/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4022)
+/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4026)
 #[inline]
 pub fn lstm(
     input: &Tensor,
@@ -6476,7 +6500,7 @@ pub fn lstm(
     )
 }
 
-/// `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4026)
+/// `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
 #[inline]
 pub fn rnn_tanh_cell(
     input: &Tensor,
@@ -6489,7 +6513,7 @@ pub fn rnn_tanh_cell(
     crate::handles::rnn_tanh_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
 }
 
-/// `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
+/// `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
 #[inline]
 pub fn rnn_relu_cell(
     input: &Tensor,
@@ -6502,7 +6526,7 @@ pub fn rnn_relu_cell(
     crate::handles::rnn_relu_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
 }
 
-/// `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
+/// `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4038)
 #[inline]
 pub fn gru_cell(
     input: &Tensor,
@@ -6515,7 +6539,7 @@ pub fn gru_cell(
     crate::handles::gru_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
 }
 
-/// `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4038)
+/// `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4042)
 #[inline]
 pub fn lstm_cell(
     input: &Tensor,
@@ -6528,13 +6552,13 @@ pub fn lstm_cell(
     crate::handles::lstm_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
 }
 
-/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4042)
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4046)
 #[inline]
 pub fn _chunk_cat(tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
     crate::handles::_chunk_cat::call(tensors, dim, num_chunks)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4046)
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4050)
 #[inline]
 pub fn as_strided_scatter(
     self_: &Tensor,
@@ -6546,19 +6570,19 @@ pub fn as_strided_scatter(
     crate::handles::as_strided_scatter::call(self_, src, size, stride, storage_offset)
 }
 
-/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4050)
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4054)
 #[inline]
 pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
-/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4054)
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4058)
 #[inline]
 pub fn _unsafe_masked_index(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], fill: Scalar) -> Result<Tensor> {
     crate::handles::_unsafe_masked_index::call(self_, mask, indices, fill)
 }
 
-/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4058)
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4062)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate(
     self_: &Tensor,
@@ -6569,7 +6593,7 @@ pub fn _unsafe_masked_index_put_accumulate(
     crate::handles::_unsafe_masked_index_put_accumulate::call(self_, mask, indices, values)
 }
 
-/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4062)
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4066)
 #[inline]
 pub fn im2col(
     self_: &Tensor,
@@ -6581,19 +6605,19 @@ pub fn im2col(
     crate::handles::im2col::call(self_, kernel_size, dilation, padding, stride)
 }
 
-/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4066)
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4070)
 #[inline]
 pub fn linalg_matrix_sqrth(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
-/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4070)
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4074)
 #[inline]
 pub fn linalg_polar(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
-/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4074)
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
 #[inline]
 pub fn multi_margin_loss(
     self_: &Tensor,
@@ -6606,13 +6630,13 @@ pub fn multi_margin_loss(
     crate::handles::multi_margin_loss::call(self_, target, p, margin, weight, reduction)
 }
 
-/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4082)
 #[inline]
 pub fn multilabel_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::multilabel_margin_loss::call(self_, target, reduction)
 }
 
-/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4082)
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4086)
 #[inline]
 pub fn unique_consecutive(
     self_: &Tensor,
@@ -6623,7 +6647,7 @@ pub fn unique_consecutive(
     crate::handles::unique_consecutive::call(self_, return_inverse, return_counts, dim)
 }
 
-/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4088)
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4092)
 #[inline]
 pub fn _upsample_nearest_exact1d(
     input: &Tensor,
@@ -6633,7 +6657,7 @@ pub fn _upsample_nearest_exact1d(
     crate::handles::_upsample_nearest_exact1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4092)
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4096)
 #[inline]
 pub fn _upsample_nearest_exact2d(
     input: &Tensor,
@@ -6643,7 +6667,7 @@ pub fn _upsample_nearest_exact2d(
     crate::handles::_upsample_nearest_exact2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4096)
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4100)
 #[inline]
 pub fn _upsample_nearest_exact3d(
     input: &Tensor,
@@ -6653,13 +6677,13 @@ pub fn _upsample_nearest_exact3d(
     crate::handles::_upsample_nearest_exact3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4100)
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4104)
 #[inline]
 pub fn _upsample_nearest_exact1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::_upsample_nearest_exact1d::call(self_, output_size, scales)
 }
 
-/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4104)
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
 #[inline]
 pub fn _upsample_nearest_exact2d_op(
     self_: &Tensor,
@@ -6670,7 +6694,7 @@ pub fn _upsample_nearest_exact2d_op(
     crate::handles::_upsample_nearest_exact2d::call(self_, output_size, scales_h, scales_w)
 }
 
-/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4112)
 #[inline]
 pub fn _upsample_nearest_exact3d_op(
     self_: &Tensor,
@@ -6682,43 +6706,43 @@ pub fn _upsample_nearest_exact3d_op(
     crate::handles::_upsample_nearest_exact3d::call(self_, output_size, scales_d, scales_h, scales_w)
 }
 
-/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
 #[inline]
 pub fn fft_irfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft::call(self_, n, dim, norm)
 }
 
-/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
 #[inline]
 pub fn fft_irfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
 #[inline]
 pub fn fft_irfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
 #[inline]
 pub fn fft_hfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft::call(self_, n, dim, norm)
 }
 
-/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
 #[inline]
 pub fn fft_hfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4138)
 #[inline]
 pub fn fft_hfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfftn::call(self_, s, dim, norm)
 }
 
-/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4138)
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
 #[inline]
 pub fn linspace_tensor_scalar(
     start: &Tensor,
@@ -6732,7 +6756,7 @@ pub fn linspace_tensor_scalar(
     crate::handles::linspace_tensor_scalar::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
 #[inline]
 pub fn linspace_scalar_tensor(
     start: Scalar,
@@ -6746,7 +6770,7 @@ pub fn linspace_scalar_tensor(
     crate::handles::linspace_scalar_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
 #[inline]
 pub fn logspace_tensor_scalar(
     start: &Tensor,
@@ -6761,7 +6785,7 @@ pub fn logspace_tensor_scalar(
     crate::handles::logspace_tensor_scalar::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4154)
 #[inline]
 pub fn logspace_scalar_tensor(
     start: Scalar,
@@ -6776,13 +6800,13 @@ pub fn logspace_scalar_tensor(
     crate::handles::logspace_scalar_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4154)
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4158)
 #[inline]
 pub fn gradient(self_: &Tensor, spacing: Option<Scalar>, dim: Option<i64>, edge_order: i64) -> Result<Vec<Tensor>> {
     crate::handles::gradient_scalarint::call(self_, spacing, dim, edge_order)
 }
 
-/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4158)
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4162)
 #[inline]
 pub fn histogram(
     self_: &Tensor,
@@ -6794,7 +6818,7 @@ pub fn histogram(
     crate::handles::histogram_bin_ct::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4162)
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
 #[inline]
 pub fn histogramdd(
     self_: &Tensor,
@@ -6806,7 +6830,7 @@ pub fn histogramdd(
     crate::handles::histogramdd::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4170)
 #[inline]
 pub fn histogramdd_int_bins(
     self_: &Tensor,
@@ -6818,7 +6842,7 @@ pub fn histogramdd_int_bins(
     crate::handles::histogramdd_int_bins::call(self_, bins, range, weight, density)
 }
 
-/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4170)
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4174)
 #[inline]
 pub fn histogram_bins_tensor(
     self_: &Tensor,
@@ -6829,7 +6853,7 @@ pub fn histogram_bins_tensor(
     crate::handles::histogram_bins_tensor::call(self_, bins, weight, density)
 }
 
-/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4174)
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4178)
 #[inline]
 pub fn histogramdd_tensorlist_bins(
     self_: &Tensor,
@@ -6841,7 +6865,7 @@ pub fn histogramdd_tensorlist_bins(
     crate::handles::histogramdd_tensorlist_bins::call(self_, bins, range, weight, density)
 }
 
-/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4180)
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4184)
 #[inline]
 pub fn upsample_trilinear3d(
     input: &Tensor,
@@ -6852,7 +6876,7 @@ pub fn upsample_trilinear3d(
     crate::handles::upsample_trilinear3d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4184)
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4188)
 #[inline]
 pub fn upsample_bicubic2d(
     input: &Tensor,
@@ -6863,7 +6887,7 @@ pub fn upsample_bicubic2d(
     crate::handles::upsample_bicubic2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4188)
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
 #[inline]
 pub fn upsample_trilinear3d_op(
     self_: &Tensor,
@@ -6876,7 +6900,7 @@ pub fn upsample_trilinear3d_op(
     crate::handles::upsample_trilinear3d::call(self_, output_size, align_corners, scales_d, scales_h, scales_w)
 }
 
-/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4196)
 #[inline]
 pub fn upsample_bicubic2d_op(
     self_: &Tensor,
@@ -6888,7 +6912,7 @@ pub fn upsample_bicubic2d_op(
     crate::handles::upsample_bicubic2d::call(self_, output_size, align_corners, scales_h, scales_w)
 }
 
-/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4196)
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4200)
 #[inline]
 pub fn segment_reduce(
     data: &Tensor,
@@ -6903,7 +6927,7 @@ pub fn segment_reduce(
     crate::handles::segment_reduce::call(data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
 }
 
-/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4202)
+/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
 #[inline]
 pub fn _sparse_coo_tensor_with_dims_and_tensors(
     sparse_dim: i64,
@@ -6931,7 +6955,7 @@ pub fn _sparse_coo_tensor_with_dims_and_tensors(
     )
 }
 
-/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
+/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
 #[inline]
 pub fn sparse_coo_tensor(
     indices: &Tensor,
@@ -6955,7 +6979,7 @@ pub fn sparse_coo_tensor(
     )
 }
 
-/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
+/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4214)
 #[inline]
 pub fn sparse_coo_tensor_indices(
     indices: &Tensor,
@@ -6969,7 +6993,7 @@ pub fn sparse_coo_tensor_indices(
     crate::handles::sparse_coo_tensor_indices::call(indices, values, dtype, layout, device, pin_memory, is_coalesced)
 }
 
-/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4214)
+/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4218)
 #[inline]
 pub fn sparse_coo_tensor_size(
     size: &[i64],
@@ -6981,97 +7005,97 @@ pub fn sparse_coo_tensor_size(
     crate::handles::sparse_coo_tensor_size::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4218)
+/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4222)
 #[inline]
 pub fn _indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_indices::call(self_)
 }
 
-/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4223)
+/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4227)
 #[inline]
 pub fn _values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_values::call(self_)
 }
 
-/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4228)
+/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4232)
 #[inline]
 pub fn indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::indices::call(self_)
 }
 
-/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4233)
+/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4237)
 #[inline]
 pub fn values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::values::call(self_)
 }
 
-/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4239)
+/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4243)
 #[inline]
 pub fn _nnz(self_: &Tensor) -> Result<i64> {
     crate::handles::_nnz::call(self_)
 }
 
-/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4245)
+/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4249)
 #[inline]
 pub fn sparse_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::sparse_dim::call(self_)
 }
 
-/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4250)
+/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4254)
 #[inline]
 pub fn dense_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::dense_dim::call(self_)
 }
 
-/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4255)
+/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4259)
 #[inline]
 pub fn is_coalesced(self_: &Tensor) -> Result<bool> {
     crate::handles::is_coalesced::call(self_)
 }
 
-/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4260)
+/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4264)
 #[inline]
 pub fn _coalesced_(self_: &Tensor, coalesced: bool) -> Result<Tensor> {
     crate::handles::_coalesced_::call(self_, coalesced)
 }
 
-/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4265)
+/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4269)
 #[inline]
 pub fn coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::coalesce::call(self_)
 }
 
-/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4270)
+/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4274)
 #[inline]
 pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_coalesce::call(self_)
 }
 
-/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4274)
+/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4278)
 #[inline]
 pub fn to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4279)
+/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4283)
 #[inline]
 pub fn _to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::_to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4285)
+/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4289)
 #[inline]
 pub fn to_dense_backward(grad: &Tensor, input: &Tensor, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense_backward::call(grad, input, masked_grad)
 }
 
-/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4289)
+/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4293)
 #[inline]
 pub fn to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4294)
+/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4298)
 #[inline]
 pub fn to_sparse_op(
     self_: &Tensor,
@@ -7082,73 +7106,73 @@ pub fn to_sparse_op(
     crate::handles::to_sparse::call(self_, layout, blocksize, dense_dim)
 }
 
-/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4299)
+/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4303)
 #[inline]
 pub fn _to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::_to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4306)
+/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4310)
 #[inline]
 pub fn sparse_mask(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::sparse_mask::call(self_, mask)
 }
 
-/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4311)
+/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4315)
 #[inline]
 pub fn _sparse_sum(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_sum::call(self_)
 }
 
-/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4315)
+/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4319)
 #[inline]
 pub fn _sparse_sum_dim(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_dim::call(self_, dim)
 }
 
-/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4319)
+/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4323)
 #[inline]
 pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_backward::call(grad, self_, dim)
 }
 
-/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4323)
+/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4327)
 #[inline]
 pub fn _sparse_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::_sparse_addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4327)
+/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4331)
 #[inline]
 pub fn _sparse_mm(sparse: &Tensor, dense: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
-/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4331)
+/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4335)
 #[inline]
 pub fn hspmm(mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::hspmm::call(mat1, mat2)
 }
 
-/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
+/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4339)
 #[inline]
 pub fn sspaddmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::sspaddmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4340)
+/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4344)
 #[inline]
 pub fn _sparse_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4344)
+/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4348)
 #[inline]
 pub fn _sparse_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4348)
+/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4352)
 #[inline]
 pub fn _sparse_softmax_backward_data(
     grad_output: &Tensor,
@@ -7159,19 +7183,19 @@ pub fn _sparse_softmax_backward_data(
     crate::handles::_sparse_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4352)
+/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4356)
 #[inline]
 pub fn _sparse_log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4356)
+/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4360)
 #[inline]
 pub fn _sparse_log_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4360)
+/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4364)
 #[inline]
 pub fn _sparse_log_softmax_backward_data(
     grad_output: &Tensor,
@@ -7182,7 +7206,7 @@ pub fn _sparse_log_softmax_backward_data(
     crate::handles::_sparse_log_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4364)
+/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4368)
 #[inline]
 pub fn embedding_sparse_backward(
     grad: &Tensor,
@@ -7194,7 +7218,7 @@ pub fn embedding_sparse_backward(
     crate::handles::embedding_sparse_backward::call(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
 }
 
-/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4368)
+/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
 #[inline]
 pub fn sparse_csr_tensor(
     crow_indices: &Tensor,
@@ -7218,7 +7242,7 @@ pub fn sparse_csr_tensor(
     )
 }
 
-/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
+/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4376)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value(
     crow_indices: &Tensor,
@@ -7240,91 +7264,91 @@ pub fn sparse_csr_tensor_crow_col_value(
     )
 }
 
-/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4376)
+/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4380)
 #[inline]
 pub fn crow_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::crow_indices::call(self_)
 }
 
-/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4381)
+/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4385)
 #[inline]
 pub fn col_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::col_indices::call(self_)
 }
 
-/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4386)
+/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4390)
 #[inline]
 pub fn to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4391)
+/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4395)
 #[inline]
 pub fn _to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::_to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4400)
+/// `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4404)
 #[inline]
 pub fn _foreach_add(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_add_scalar::call(self_, scalar)
 }
 
-/// `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4405)
+/// `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4409)
 #[inline]
 pub fn _foreach_add_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
     crate::handles::_foreach_add_scalar_::call(self_, scalar)
 }
 
-/// `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4410)
+/// `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4414)
 #[inline]
 pub fn _foreach_add_list(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_add_list::call(self_, other, alpha)
 }
 
-/// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4415)
+/// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4419)
 #[inline]
 pub fn _foreach_add_list_(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<()> {
     crate::handles::_foreach_add_list_::call(self_, other, alpha)
 }
 
-/// `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4420)
+/// `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4424)
 #[inline]
 pub fn _foreach_mul(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_mul_scalar::call(self_, scalar)
 }
 
-/// `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4425)
+/// `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4429)
 #[inline]
 pub fn _foreach_mul_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
     crate::handles::_foreach_mul_scalar_::call(self_, scalar)
 }
 
-/// `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4430)
+/// `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4434)
 #[inline]
 pub fn _foreach_mul_list(self_: &[Tensor], other: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_mul_list::call(self_, other)
 }
 
-/// `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4435)
+/// `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4439)
 #[inline]
 pub fn _foreach_mul_list_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_mul_list_::call(self_, other)
 }
 
-/// `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4440)
+/// `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4444)
 #[inline]
 pub fn _foreach_div(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_div_scalar::call(self_, scalar)
 }
 
-/// `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4445)
+/// `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4449)
 #[inline]
 pub fn _foreach_div_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
     crate::handles::_foreach_div_scalar_::call(self_, scalar)
 }
 
-/// `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4450)
+/// `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4454)
 #[inline]
 pub fn _foreach_addcmul(
     self_: &[Tensor],
@@ -7335,13 +7359,13 @@ pub fn _foreach_addcmul(
     crate::handles::_foreach_addcmul_scalar::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4455)
+/// `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4459)
 #[inline]
 pub fn _foreach_addcmul_(self_: &[Tensor], tensor1: &[Tensor], tensor2: &[Tensor], value: Scalar) -> Result<()> {
     crate::handles::_foreach_addcmul_scalar_::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4460)
+/// `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4464)
 #[inline]
 pub fn _foreach_addcdiv(
     self_: &[Tensor],
@@ -7352,79 +7376,79 @@ pub fn _foreach_addcdiv(
     crate::handles::_foreach_addcdiv_scalar::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4465)
+/// `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4469)
 #[inline]
 pub fn _foreach_addcdiv_(self_: &[Tensor], tensor1: &[Tensor], tensor2: &[Tensor], value: Scalar) -> Result<()> {
     crate::handles::_foreach_addcdiv_scalar_::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4470)
+/// `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4474)
 #[inline]
 pub fn _foreach_lerp(self_: &[Tensor], tensors1: &[Tensor], weight: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_lerp_scalar::call(self_, tensors1, weight)
 }
 
-/// `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4475)
+/// `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4479)
 #[inline]
 pub fn _foreach_lerp_(self_: &[Tensor], tensors1: &[Tensor], weight: Scalar) -> Result<()> {
     crate::handles::_foreach_lerp_scalar_::call(self_, tensors1, weight)
 }
 
-/// `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4480)
+/// `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4484)
 #[inline]
 pub fn _foreach_sqrt(self_: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_sqrt::call(self_)
 }
 
-/// `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4485)
+/// `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4489)
 #[inline]
 pub fn _foreach_sqrt_(self_: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_sqrt_::call(self_)
 }
 
-/// `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4490)
+/// `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4494)
 #[inline]
 pub fn _foreach_neg(self_: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_neg::call(self_)
 }
 
-/// `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4495)
+/// `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4499)
 #[inline]
 pub fn _foreach_neg_(self_: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_neg_::call(self_)
 }
 
-/// `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4500)
+/// `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4504)
 #[inline]
 pub fn _foreach_maximum(self_: &[Tensor], other: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_maximum_list::call(self_, other)
 }
 
-/// `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4505)
+/// `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4509)
 #[inline]
 pub fn _foreach_maximum_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_maximum_list_::call(self_, other)
 }
 
-/// `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4510)
+/// `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4514)
 #[inline]
 pub fn _foreach_zero_(self_: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_zero_::call(self_)
 }
 
-/// `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4515)
+/// `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4519)
 #[inline]
 pub fn _foreach_copy_(self_: &[Tensor], src: &[Tensor], non_blocking: bool) -> Result<()> {
     crate::handles::_foreach_copy_::call(self_, src, non_blocking)
 }
 
-/// `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4520)
+/// `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4524)
 #[inline]
 pub fn _foreach_norm(self_: &[Tensor], ord: Scalar, dtype: Option<ScalarType>) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_norm_scalar::call(self_, ord, dtype)
 }
 
-/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4525)
+/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4529)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_(
     self_: &[Tensor],
@@ -7434,7 +7458,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_(
     crate::handles::_amp_foreach_non_finite_check_and_unscale_::call(self_, found_inf, inv_scale)
 }
 
-/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4530)
+/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4534)
 #[inline]
 pub fn _amp_update_scale_(
     self_: &Tensor,

@@ -659,43 +659,43 @@ impl Tensor {
         )
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3932)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3936)
     #[inline]
     pub fn cauchy_with_(&self, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, median, sigma, generator)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3937)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3941)
     #[inline]
     pub fn geometric_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, generator)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3942)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3946)
     #[inline]
     pub fn log_normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, mean, std, generator)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3997)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4001)
     #[inline]
     pub fn allclose_with(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
         crate::handles::allclose::call(self, other, rtol, atol, equal_nan)
     }
 
-    /// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4274)
+    /// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4278)
     #[inline]
     pub fn to_dense_with(&self, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
         crate::handles::to_dense::call(self, dtype, masked_grad)
     }
 
-    /// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4279)
+    /// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4283)
     #[inline]
     pub fn _to_dense_with(&self, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
         crate::handles::_to_dense::call(self, dtype, masked_grad)
     }
 
-    /// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4294)
+    /// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4298)
     #[inline]
     pub fn to_sparse_op_with(
         &self,
@@ -706,19 +706,19 @@ impl Tensor {
         crate::handles::to_sparse::call(self, layout, blocksize, dense_dim)
     }
 
-    /// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4335)
+    /// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4339)
     #[inline]
     pub fn sspaddmm_with(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::sspaddmm::call(self, mat1, mat2, beta, alpha)
     }
 
-    /// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4386)
+    /// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4390)
     #[inline]
     pub fn to_sparse_csr_with(&self, dense_dim: Option<i64>) -> Result<Tensor> {
         crate::handles::to_sparse_csr::call(self, dense_dim)
     }
 
-    /// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4391)
+    /// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4395)
     #[inline]
     pub fn _to_sparse_csr_with(&self, dense_dim: Option<i64>) -> Result<Tensor> {
         crate::handles::_to_sparse_csr::call(self, dense_dim)

@@ -799,6 +799,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::triu_indices::SCHEMA).expect("generated schema parses");
     d.def(handles::tril_indices::SCHEMA).expect("generated schema parses");
     d.def(handles::_native_batch_norm_legit::SCHEMA).expect("generated schema parses");
+    d.def(handles::_native_batch_norm_legit_functional::SCHEMA).expect("generated schema parses");
     d.def(handles::_native_batch_norm_legit_no_stats::SCHEMA).expect("generated schema parses");
     d.def(handles::_batch_norm_with_update::SCHEMA).expect("generated schema parses");
     d.def(handles::fft_fftshift::SCHEMA).expect("generated schema parses");
@@ -11114,6 +11115,25 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::_native_batch_norm_legit::kernel(
             |_ks, input, weight, bias, running_mean, running_var, training, momentum, eps| {
                 crate::native::composite::_native_batch_norm_legit(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    training,
+                    momentum,
+                    eps,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_native_batch_norm_legit_functional::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_native_batch_norm_legit_functional::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, training, momentum, eps| {
+                crate::native::composite::_native_batch_norm_legit_functional(
                     input,
                     weight,
                     bias,

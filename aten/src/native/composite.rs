@@ -2270,6 +2270,27 @@ pub fn _native_batch_norm_legit(
     ops::native_batch_norm(input, weight, bias, Some(running_mean), Some(running_var), training, momentum, eps)
 }
 
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`:
+/// the functional form `torch.export`'s ATen IR uses, where the updated running statistics are
+/// new tensors (the inputs are left as they were).
+#[allow(clippy::too_many_arguments)]
+pub fn _native_batch_norm_legit_functional(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: &Tensor,
+    running_var: &Tensor,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    let mean = ops::clone(running_mean, None)?;
+    let var = ops::clone(running_var, None)?;
+    let (out, save_mean, save_invstd) =
+        ops::native_batch_norm(input, weight, bias, Some(&mean), Some(&var), training, momentum, eps)?;
+    Ok((out, save_mean, save_invstd, mean, var))
+}
+
 /// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
 pub fn _native_batch_norm_legit_no_stats(
     input: &Tensor,

@@ -173,7 +173,7 @@ fn the_fixtures_are_what_their_tests_say() {
 }
 
 /// A copy of the zip archive `from` at `out` with `edit` applied to each entry (name, bytes).
-fn edited_zip(from: &Path, out: &Path, edit: impl Fn(&str, &mut Vec<u8>)) {
+pub(crate) fn edited_zip(from: &Path, out: &Path, edit: impl Fn(&str, &mut Vec<u8>)) {
     let mut zip = zip::ZipArchive::new(std::fs::File::open(from).unwrap()).unwrap();
     let mut w = zip::ZipWriter::new(std::fs::File::create(out).unwrap());
     for i in 0..zip.len() {

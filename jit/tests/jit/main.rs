@@ -1,4 +1,5 @@
 //! The jit tests, one binary (each test file would otherwise link its own copy of aten).
+mod export;
 mod fusion;
 mod interpreter;
 mod load;

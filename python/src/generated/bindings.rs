@@ -3560,6 +3560,13 @@ pub static BINDINGS: &[Binding] = &[
         overloads: &[("_native_batch_norm_legit", None), ("_native_batch_norm_legit.no_stats", None)],
     },
     Binding {
+        name: "_native_batch_norm_legit_functional",
+        namespace: Namespace::Torch,
+        function: true,
+        method: false,
+        overloads: &[("_native_batch_norm_legit_functional", None)],
+    },
+    Binding {
         name: "_batch_norm_with_update",
         namespace: Namespace::Torch,
         function: true,
