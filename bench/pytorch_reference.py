@@ -345,6 +345,44 @@ def w7_chain100_jit():
     return run
 
 
+def jit_model(name):
+    # The fixtures the W7 rows of loaded models run (ours load the same files).
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jit", "tests", "jit", "models", name)
+
+
+def w7_script_loop():
+    # PyTorch's TorchScript interpreter on the archive ours loads, warmed past the profiling
+    # executor's first runs.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        m = torch.jit.load(jit_model("w7_script_loop.pt"))
+    x = torch.randn(50, 8, 32)
+    with torch.no_grad():
+        for _ in range(5):
+            m(x)
+
+    def run():
+        with torch.no_grad():
+            return m(x)
+
+    return run
+
+
+def w7_export_resnet_block():
+    # ep.module() of the .pt2 ours loads.
+    m = torch.export.load(jit_model("w7_resblock.pt2")).module()
+    x = torch.randn(8, 32, 28, 28)
+    with torch.no_grad():
+        for _ in range(3):
+            m(x)
+
+    def run():
+        with torch.no_grad():
+            return m(x)
+
+    return run
+
+
 def w9_solve_512():
     a = torch.randn(512, 512, dtype=torch.float32)
     b = torch.randn(512, 1, dtype=torch.float32)
@@ -457,6 +495,8 @@ WORKLOADS = {
     "W7.gelu_fused": w7_gelu_fused,
     "W7.chain100_eager": w7_chain100_eager,
     "W7.chain100_jit": w7_chain100_jit,
+    "W7.script_loop": w7_script_loop,
+    "W7.export_resnet_block": w7_export_resnet_block,
     "W9.solve_512": w9_solve_512,
     "W9.svd_256": w9_svd_256,
     "W9.fft_1M": w9_fft_1m,

@@ -149,6 +149,20 @@ class Greedy(nn.Module):
         return torch.stack(tokens, 1), h
 
 
+class ScriptLoop(nn.Module):
+    """The W7.script_loop bench row's model: a GRU cell over the time steps of its input."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(32, 64)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(1), 64)
+        for t in range(x.size(0)):
+            h = self.cell(x[t], h)
+        return h
+
+
 def scalar(v):
     return torch.tensor(v, dtype=torch.int64 if isinstance(v, int) else torch.float64)
 
@@ -171,6 +185,8 @@ def main():
         "s_tuple": (TupleReturn(), [[torch.randn(2, 4)], [torch.randn(7, 4)]]),
         "s_list_stack": (ListStack(), [[torch.randn(2, 5, 3)], [torch.randn(4, 2, 3)]]),
         "s_greedy": (greedy, [[h0, 1, 12], [torch.randn(1, 8), 3, 6]]),
+        # 50 steps of batch 8, as the bench row runs it.
+        "w7_script_loop": (ScriptLoop(), [[torch.randn(50, 8, 32)], [torch.randn(3, 2, 32)]]),
     }
     wanted = sys.argv[1:] or list(models)
     for name, (model, sets) in models.items():

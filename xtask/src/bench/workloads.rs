@@ -241,6 +241,30 @@ pub fn registry() -> Vec<Workload> {
             let code = jit_code(&x, move |x| chain100(x, &w, &c), false)?;
             Ok(body(move || code.run(vec![IValue::Tensor(x.clone())])))
         }),
+        Workload::new(
+            "W7.script_loop",
+            "a scripted GRUCell(32, 64) loop over 50 steps, batch 8, loaded from PyTorch's torch.jit.save archive",
+            || {
+                let m = jit::load(jit_model("w7_script_loop.pt"))?;
+                let x = IValue::Tensor(randn(&[50, 8, 32])?);
+                Ok(body(move || {
+                    let _g = autograd::no_grad();
+                    m.forward_values(std::slice::from_ref(&x))
+                }))
+            },
+        ),
+        Workload::new(
+            "W7.export_resnet_block",
+            "a torch.export residual block (conv-bn-relu-conv-bn + x, relu; 32 channels), batch 8, 28x28, from its .pt2",
+            || {
+                let m = jit::load(jit_model("w7_resblock.pt2"))?;
+                let x = randn(&[8, 32, 28, 28])?;
+                Ok(body(move || {
+                    let _g = autograd::no_grad();
+                    m.forward_tensors(std::slice::from_ref(&x))
+                }))
+            },
+        ),
         // Linear algebra (Note [W9 workloads]).
         Workload::new(
             "W9.solve_512",
@@ -378,6 +402,12 @@ fn jit_code(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>, fuse: bool) -
         }
     }
     jit::Code::new(&g)
+}
+
+/// A model of the jit tests' fixtures (`jit/tests/jit/gen_script.py`, `gen_export.py`), which
+/// the W7 rows of loaded models run (PyTorch loads the same file).
+fn jit_model(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../jit/tests/jit/models").join(name)
 }
 
 /// The small CNN of the W6.cnn_step rows.
