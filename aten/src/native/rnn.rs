@@ -69,6 +69,9 @@ pub fn cell_step(
             Ok((h_new, Some(c_new)))
         }
         RnnMode::Gru => {
+            if let Some(out) = gru_step_fused(gi, gh, h)? {
+                return Ok((out, None));
+            }
             let i = gi.chunk_with(3, -1)?;
             let hh = gh.chunk_with(3, -1)?;
             if i.len() != 3 || hh.len() != 3 {
@@ -82,6 +85,47 @@ pub fn cell_step(
             Ok((h.sub(&n).call()?.mul(&z)?.add(&n).call()?, None))
         }
     }
+}
+
+/// Note [Fused GRU step]: a GRU step after its two projections is ten pointwise operators over
+/// `[N, H]` (three chunks' worth of views, two sigmoids, a tanh, the blend), each with its own
+/// iterator, output and dispatch; for the small batches of a decoding loop that is most of the
+/// step (`W7.script_loop`). When nothing needs a gradient, f32 rows run in one pass instead,
+/// with the same f32 operations in the same order as the operators (`sigmoid` and `tanh` are
+/// aten's own bodies, `vec::times_sigmoid_f32` and `vec::tanh_f32`), so the result is the same
+/// bits. With a gradient to record, the operators run, and autograd differentiates them.
+fn gru_step_fused(gi: &Tensor, gh: &Tensor, h: &Tensor) -> Result<Option<Tensor>> {
+    let ts = [gi, gh, h];
+    let records =
+        c10::grad_mode::is_enabled() && ts.iter().any(|t| t.imp().autograd_meta().is_some_and(|m| m.requires_grad()));
+    let plain = ts
+        .iter()
+        .all(|t| t.dtype() == c10::ScalarType::F32 && t.device().is_cpu() && t.dim() == 2 && t.is_contiguous());
+    if records || !plain {
+        return Ok(None);
+    }
+    let (rows, hid) = (h.sizes()[0], h.sizes()[1]);
+    if gi.sizes() != [rows, 3 * hid] || gh.sizes() != [rows, 3 * hid] {
+        return Ok(None);
+    }
+    let out = ops::empty(&[rows, hid], Some(c10::ScalarType::F32), None, Some(h.device()), None, None)?;
+    let (rows, hid) = (rows as usize, hid as usize);
+    // SAFETY: the three inputs are contiguous f32 CPU tensors of `rows * 3 * hid`, `rows * 3 *
+    // hid` and `rows * hid` elements (checked above), and `out` was just allocated with `rows *
+    // hid`, so each slice covers exactly its tensor's elements; `out` aliases none of them.
+    let (gi, gh, h, o) = unsafe {
+        (
+            std::slice::from_raw_parts(gi.data_ptr() as *const f32, rows * 3 * hid),
+            std::slice::from_raw_parts(gh.data_ptr() as *const f32, rows * 3 * hid),
+            std::slice::from_raw_parts(h.data_ptr() as *const f32, rows * hid),
+            std::slice::from_raw_parts_mut(out.data_ptr() as *mut f32, rows * hid),
+        )
+    };
+    for (r, o) in o.chunks_exact_mut(hid.max(1)).enumerate().take(rows) {
+        let g = r * 3 * hid..(r + 1) * 3 * hid;
+        crate::native::cpu::vec::gru_gates_f32(&gi[g.clone()], &gh[g], &h[r * hid..(r + 1) * hid], o);
+    }
+    Ok(Some(out))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -47,3 +47,37 @@ fn bad_arguments_are_errors() {
         ops::lstm(&x, &[h0.clone(), h0.clone()], &lstm_params, false, 1, 0.0, false, false, false).unwrap();
     assert_eq!((out.sizes(), h.sizes(), c.sizes()), (&[3i64, 1, 3][..], &[1i64, 1, 3][..], &[1i64, 1, 3][..]));
 }
+
+#[test]
+fn the_fused_gru_step_gives_the_operators_bits() {
+    // Note [Fused GRU step]: contiguous f32 projections take the one-pass loop; the same values
+    // through non-contiguous views take the operators. Both must give the same bits, and the
+    // closed form to f32 accuracy.
+    use aten::native::rnn::{cell_step, RnnMode};
+    let (n, hid) = (5i64, 37i64);
+    let det =
+        |k: i64, scale: f64| -> Vec<f64> { (0..k).map(|i| ((i * 7919 % 1000) as f64 / 250.0 - 2.0) * scale).collect() };
+    let f32_of = |v: Vec<f64>, shape: &[i64]| t(&v, shape).to(c10::ScalarType::F32).call().unwrap();
+    // [3H, N] transposed: a non-contiguous [N, 3H] view.
+    let gi_t = f32_of(det(3 * hid * n, 1.5), &[3 * hid, n]).t().unwrap();
+    let gh_t = f32_of(det(3 * hid * n, -1.1), &[3 * hid, n]).t().unwrap();
+    let h = f32_of(det(n * hid, 0.4), &[n, hid]);
+    assert!(!gi_t.is_contiguous());
+    let (ops_path, _) = cell_step(RnnMode::Gru, &gi_t, &gh_t, &h, None).unwrap();
+    let (gi, gh) = (gi_t.contiguous().call().unwrap(), gh_t.contiguous().call().unwrap());
+    let (fused, _) = cell_step(RnnMode::Gru, &gi, &gh, &h, None).unwrap();
+    let (a, b) = (ops_path.to_vec::<f32>().unwrap(), fused.to_vec::<f32>().unwrap());
+    assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()), "{a:?}\n{b:?}");
+    let (gi, gh, hv) = (gi.to_vec::<f64>().unwrap(), gh.to_vec::<f64>().unwrap(), h.to_vec::<f64>().unwrap());
+    let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
+    for r in 0..n as usize {
+        for j in 0..hid as usize {
+            let (g, k) = (|s: usize| r * 3 * hid as usize + s * hid as usize + j, r * hid as usize + j);
+            let rg = sig(gi[g(0)] + gh[g(0)]);
+            let z = sig(gi[g(1)] + gh[g(1)]);
+            let nn = (gi[g(2)] + rg * gh[g(2)]).tanh();
+            let want = (1.0 - z) * nn + z * hv[k];
+            assert!((b[k] as f64 - want).abs() < 1e-5, "({r}, {j}): {} vs {want}", b[k]);
+        }
+    }
+}

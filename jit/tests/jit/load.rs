@@ -342,7 +342,8 @@ fn damaged_archives_never_panic() {
         state
     };
     let (mut ok, mut failed) = (0, 0);
-    for name in ["mlp", "sequential", "mha"] {
+    // 1,000 seeded corruptions: traced archives and scripted ones (control flow in `code/`).
+    for name in ["mlp", "sequential", "mha", "s_greedy", "s_while_break"] {
         let good = std::fs::read(models().join(format!("{name}.pt"))).unwrap();
         let path = dir.join(format!("{name}.pt"));
         for _ in 0..200 {

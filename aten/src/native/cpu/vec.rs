@@ -595,6 +595,28 @@ pub fn times_sigmoid_f32<const FMA: bool>(a: f32, x: f32) -> f32 {
     num / (1.0 + e)
 }
 
+/// One row of a GRU step's gates (Note [Fused GRU step] in `rnn.rs`): `gi` and `gh` hold the
+/// `r`, `z`, `n` projections (`[3H]`), `h` and `out` are `[H]`.
+#[inline(always)]
+fn gru_gates_f32_body<const FMA: bool>(gi: &[f32], gh: &[f32], h: &[f32], out: &mut [f32]) {
+    let hid = out.len();
+    let (gi_r, gi_z, gi_n) = (&gi[..hid], &gi[hid..2 * hid], &gi[2 * hid..3 * hid]);
+    let (gh_r, gh_z, gh_n) = (&gh[..hid], &gh[hid..2 * hid], &gh[2 * hid..3 * hid]);
+    let h = &h[..hid];
+    for j in 0..hid {
+        let r = times_sigmoid_f32::<FMA>(1.0, gi_r[j] + gh_r[j]);
+        let z = times_sigmoid_f32::<FMA>(1.0, gi_z[j] + gh_z[j]);
+        let n = tanh_f32::<FMA>(gi_n[j] + r * gh_n[j]);
+        out[j] = (h[j] - n) * z + n;
+    }
+}
+
+isa_dispatch! {
+    /// One row of a GRU step: `out = (h - n) * z + n` with `r = sigmoid(gi_r + gh_r)`,
+    /// `z = sigmoid(gi_z + gh_z)`, `n = tanh(gi_n + r * gh_n)`.
+    pub fn gru_gates_f32(gi: &[f32], gh: &[f32], h: &[f32], out: &mut [f32]) -> () = gru_gates_f32_body::<FMA>;
+}
+
 /// Below this |x| `tanh` is a polynomial; above it, `(1 - e) / (1 + e)` with `e = exp(-2|x|)`.
 const TANH_SMALL: f32 = 0.625;
 /// From here on `tanh(|x|)` is 1 in f32.
