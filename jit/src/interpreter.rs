@@ -1175,13 +1175,16 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
             if step == 0 {
                 return Err(run_error("range() arg 3 must not be zero"));
             }
+            // In i128: `hi - lo` of two i64s may not fit an i64.
+            let (lo, hi, step) = (lo as i128, hi as i128, step as i128);
             let n =
                 if step > 0 { (hi - lo + step - 1).div_euclid(step) } else { (lo - hi - step - 1).div_euclid(-step) };
-            one(IValue::Int(n.max(0)))
+            one(IValue::Int(n.clamp(0, i64::MAX as i128) as i64))
         }
         Builtin::DeriveIndex => {
             let [k, lo, step] = ints3(&vals, "__derive_index")?;
-            one(IValue::Int(lo + k * step))
+            // Inside the range, so it fits; wrapping keeps a crafted graph from overflowing.
+            one(IValue::Int(lo.wrapping_add(k.wrapping_mul(step))))
         }
         Builtin::Contains => {
             let [list, x] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("`in` takes a list and a value"))?;

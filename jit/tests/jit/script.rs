@@ -180,6 +180,36 @@ def g(x: Tensor):
 }
 
 #[test]
+fn ranges_count_as_python_counts_them() {
+    // len(range(...)) and its last value, extremes included (Python's values).
+    let src = "
+def f(lo: int, hi: int, step: int):
+    n = 0
+    last = lo
+    for i in range(lo, hi, step):
+        n += 1
+        last = i
+    return n, last
+";
+    let m = jit::script(src).unwrap();
+    let cases: [(i64, i64, i64, i64, i64); 5] = [
+        (0, 10, 3, 4, 9),
+        (10, 0, -4, 3, 2),
+        (5, 5, 1, 0, 5),
+        (i64::MIN, i64::MAX, i64::MAX, 3, i64::MAX - 1),
+        (0, -1, 1, 0, 0),
+    ];
+    for (lo, hi, step, n, last) in cases {
+        let out = m.forward_values(&[IValue::Int(lo), IValue::Int(hi), IValue::Int(step)]).unwrap();
+        let IValue::Tuple(items) = &out[0] else { panic!() };
+        let ok = matches!((&items[0], &items[1]), (IValue::Int(a), IValue::Int(b)) if *a == n && *b == last);
+        assert!(ok, "range({lo}, {hi}, {step}): {items:?}");
+    }
+    let err = m.forward_values(&[IValue::Int(0), IValue::Int(3), IValue::Int(0)]).unwrap_err().to_string();
+    assert!(err.contains("must not be zero"), "{err}");
+}
+
+#[test]
 fn script_compiles_early_returns_optionals_lists_and_calls() {
     let src = "
 def scale(x: Tensor, k: float = 2.0) -> Tensor:
