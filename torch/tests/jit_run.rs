@@ -69,9 +69,15 @@ fn scripted_models_take_numbers_and_missing_optionals_from_the_input_file() {
         let model = models().join(format!("{name}.pt"));
         let args =
             [model.to_str().unwrap(), "--input", in_path.to_str().unwrap(), "--output", out_path.to_str().unwrap()];
-        let out = jit_run(&[&args[..], &["--bench", "3"]].concat());
-        assert!(out.status.success(), "{name} {tag}: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("median of 3 runs"));
+        let out = jit_run(&[&args[..], &["--bench", "3", "--profile"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name} {tag}: {stderr}");
+        assert!(stderr.contains("median of 3 runs"), "{stderr}");
+        // The profile: a row per operator and per interpreter node kind, with counts.
+        assert!(stderr.contains("# of Calls") && stderr.contains("aten::linear"), "{stderr}");
+        if name == "s_greedy" {
+            assert!(stderr.contains("prim::Loop") && stderr.contains("aten::gru_cell"), "{stderr}");
+        }
         let ours = torch::serialize::load_file(&out_path).unwrap().tensors;
         for i in 0.. {
             let Some(theirs) = io.get(&format!("{tag}.output{i}")) else {

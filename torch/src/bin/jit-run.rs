@@ -10,18 +10,21 @@
 //! `Optional` argument with no `inputN` is `None`. The outputs (tuples flattened in order,
 //! numbers as 0-dim tensors) are written to OUT as `output0`, `output1`, ..., or printed when
 //! there is no `--output`. `--bench N` runs N more timed forwards after the first and prints
-//! their median. Runs without gradients, as inference.
+//! their median; `--profile` runs one more under the profiler and prints where it went: a row
+//! per operator and per interpreter node kind (`prim::Loop`, `prim::If`, builtins), with its
+//! count, total and self time and share. Runs without gradients, as inference.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: jit-run MODEL --input IN.safetensors [--output OUT.safetensors] [--bench N]";
+const USAGE: &str = "usage: jit-run MODEL --input IN.safetensors [--output OUT.safetensors] [--bench N] [--profile]";
 
 struct Args {
     model: PathBuf,
     input: PathBuf,
     output: Option<PathBuf>,
     bench: Option<usize>,
+    profile: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -29,6 +32,7 @@ fn parse_args() -> Result<Args, String> {
     let mut input = None;
     let mut output = None;
     let mut bench = None;
+    let mut profile = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -38,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
                 let n = it.next().ok_or("--bench needs a count")?;
                 bench = Some(n.parse().map_err(|_| format!("--bench needs a count, got {n:?}"))?);
             }
+            "--profile" => profile = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             flag if flag.starts_with('-') => return Err(format!("unknown option {flag}\n{USAGE}")),
             path if model.is_none() => model = Some(path.to_string()),
@@ -49,6 +54,7 @@ fn parse_args() -> Result<Args, String> {
         input: input.ok_or_else(|| format!("--input is required\n{USAGE}"))?.into(),
         output: output.map(PathBuf::from),
         bench,
+        profile,
     })
 }
 
@@ -82,6 +88,12 @@ fn run(args: &Args) -> c10::Result<()> {
         if let Some(m) = times.get(n / 2) {
             eprintln!("jit-run: median of {n} runs: {:.3} ms", m * 1e3);
         }
+    }
+    if args.profile {
+        let prof = torch::profiler::profile().start();
+        module.forward_values(&inputs)?;
+        let p = prof.stop();
+        eprintln!("{}", p.key_averages().table("self_cpu_time_total", 0));
     }
     let mut outputs = Vec::new();
     for v in values {
