@@ -287,7 +287,7 @@ impl Importer<'_> {
                     Some(f) if self.ty(lhs).is_tensor() && !matches!(*op, BinOp::MatMul) => {
                         self.schema_call(&format!("{f}_"), vec![Sym::Value(lhs), rhs], Vec::new())?
                     }
-                    _ => self.binary_op(*op, Sym::Value(lhs), rhs)?,
+                    _ => self.binary(*op, Sym::Value(lhs), rhs)?,
                 };
                 let out = self.named(out, name);
                 env.insert(name.clone(), out);
@@ -360,15 +360,6 @@ impl Importer<'_> {
             }
         }
         Ok(Flow::Normal)
-    }
-
-    /// `a op b` (the expression compiler's, for `+=` and friends).
-    fn binary_op(&mut self, op: BinOp, a: Sym, b: Sym) -> Result<Sym> {
-        let mut env = Env::new();
-        env.insert("$a".into(), a);
-        env.insert("$b".into(), b);
-        let e = Expr::Binary(op, Box::new(Expr::Name("$a".into())), Box::new(Expr::Name("$b".into())));
-        self.expr(&e, &mut env)
     }
 
     /// `raise E(msg)`: a `prim::RaiseException` with the message and `builtins.E`.

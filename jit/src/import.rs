@@ -13,7 +13,7 @@
 //! given value's type (`interpreter::fit`); the best fit wins. The defaults become constants, so
 //! the node has every argument, as traced nodes do.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -75,6 +75,8 @@ pub(crate) struct Importer<'a> {
     pub(crate) classes: HashMap<String, Rc<Class>>,
     /// Functions by name (`jit::script`'s own, or `__torch__.mod.f` from an archive's code).
     pub(crate) functions: HashMap<String, Rc<Method>>,
+    /// The archive's code files read so far (`__torch__.a.b` for `code/__torch__/a/b.py`).
+    code_read: HashSet<String>,
     /// `fc1.weight` → its graph input.
     pub(crate) tensors: HashMap<String, ValueId>,
     pub(crate) constants: Vec<usize>,
@@ -278,6 +280,7 @@ impl Importer<'_> {
             mods: Vec::new(),
             classes: HashMap::new(),
             functions: HashMap::new(),
+            code_read: HashSet::new(),
             tensors: HashMap::new(),
             constants: Vec::new(),
             inlined: 0,
@@ -320,17 +323,8 @@ impl Importer<'_> {
         for f in file.functions {
             self.functions.insert(format!("{module}.{}", f.name), Rc::new(f));
         }
-        // Marks the file read, so a missing name is not looked for again.
-        self.functions.entry(format!("{module}.")).or_insert_with(|| {
-            Rc::new(Method {
-                name: String::new(),
-                params: Vec::new(),
-                returns: None,
-                body: Vec::new(),
-                line: 0,
-                source: String::new(),
-            })
-        });
+        // A missing name is not looked for in this file again.
+        self.code_read.insert(module.to_string());
         Ok(())
     }
 
@@ -341,7 +335,7 @@ impl Importer<'_> {
         }
         let (module, name) = qualified.rsplit_once('.').ok_or_else(|| self.err(format!("class name '{qualified}'")))?;
         let (module, name) = (module.to_string(), name.to_string());
-        if !self.functions.contains_key(&format!("{module}.")) {
+        if !self.code_read.contains(&module) {
             self.read_code(&module)?;
         }
         self.classes.get(qualified).cloned().ok_or_else(|| self.err(format!("code/{module}.py has no class {name}")))
@@ -356,7 +350,7 @@ impl Importer<'_> {
         if !module.starts_with("__torch__") || self.archive.is_none() {
             return Ok(None);
         }
-        if !self.functions.contains_key(&format!("{module}.")) {
+        if !self.code_read.contains(module) {
             self.read_code(module)?;
         }
         Ok(self.functions.get(name).cloned())
@@ -595,7 +589,7 @@ impl Importer<'_> {
     }
 
     /// `a op b`.
-    fn binary(&mut self, op: BinOp, a: Sym, b: Sym) -> Result<Sym> {
+    pub(crate) fn binary(&mut self, op: BinOp, a: Sym, b: Sym) -> Result<Sym> {
         let (a, b) = (self.value(a)?, self.value(b)?);
         let (ta, tb) = (self.ty(a), self.ty(b));
         match op {

@@ -1129,6 +1129,8 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
                 (IValue::None, IValue::None) => true,
                 (IValue::None, _) | (_, IValue::None) => false,
                 (IValue::Tensor(x), IValue::Tensor(y)) => x.is_same(y),
+                // Strings compare by value (the emitter's `==` of two strs).
+                (IValue::Str(x), IValue::Str(y)) => x == y,
                 (x, y) => format!("{x:?}") == format!("{y:?}"),
             };
             one(IValue::Bool(same != negate))

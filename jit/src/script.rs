@@ -287,13 +287,8 @@ fn logical_lines(text: &str) -> Vec<Line> {
             }
         }
         let Some(line) = out.last_mut() else { continue };
-        let body = if joining && in_str.is_none() {
-            raw.trim_start()
-        } else if joining {
-            raw
-        } else {
-            raw.trim_start()
-        };
+        // Inside a triple-quoted string the line is kept as written.
+        let body = if in_str.is_some() { raw } else { raw.trim_start() };
         let chars: Vec<char> = body.chars().collect();
         let mut k = 0;
         continued = false;

@@ -337,3 +337,23 @@ def greedy(h: Tensor, steps: int, eos: int) -> Tensor:
         assert_eq!(got.to_vec::<i64>().unwrap(), want.to_vec::<i64>().unwrap(), "eos {eos}");
     }
 }
+
+#[test]
+fn strings_compare_by_value() {
+    let src = "
+def f(x: Tensor, mode: str) -> Tensor:
+    if mode == 'double':
+        return x * 2.0
+    if mode != 'same':
+        raise ValueError('unknown mode {}'.format(mode))
+    return x
+";
+    let m = jit::script(src).unwrap();
+    let x = IValue::Tensor(t(&[1.5]));
+    // Built at run time, so not the source's constant object.
+    let double = IValue::Str(["dou", "ble"].concat());
+    assert_eq!(floats(&m.forward_values(&[x.clone(), double]).unwrap()[0]), vec![3.0]);
+    assert_eq!(floats(&m.forward_values(&[x.clone(), IValue::Str("same".into())]).unwrap()[0]), vec![1.5]);
+    let err = m.forward_values(&[x, IValue::Str("odd".into())]).unwrap_err().to_string();
+    assert!(err.contains("ValueError: unknown mode odd"), "{err}");
+}
