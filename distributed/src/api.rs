@@ -23,8 +23,9 @@ pub const DEFAULT_PG_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The arguments of [`init_process_group_with`] (`torch.distributed.init_process_group`).
 #[derive(Clone)]
 pub struct InitOptions {
-    /// `mpi` (CPU tensors; CUDA tensors are staged through host memory) or `nccl` (CUDA
-    /// tensors on real GPUs; the `cuda` feature).
+    /// `gloo` (CPU tensors; the `gloo` feature), `mpi` (the `mpi` feature) or `nccl` (CUDA
+    /// tensors on real GPUs; the `cuda` feature). Gloo and MPI stage CUDA tensors through host
+    /// memory. [`default_backend`] is PyTorch's choice for a device.
     pub backend: String,
     /// `env://` (the default), `tcp://host:port` or `file:///path`; not used by MPI, whose
     /// ranks come from `mpirun`.
@@ -89,6 +90,20 @@ pub fn is_mpi_available() -> bool {
     cfg!(feature = "mpi")
 }
 
+/// PyTorch's default backend for tensors on `device`: `nccl` for CUDA, `gloo` otherwise (what
+/// `init_process_group()` without a backend picks).
+pub fn default_backend(device: c10::DeviceType) -> &'static str {
+    match device {
+        c10::DeviceType::Cuda => "nccl",
+        _ => "gloo",
+    }
+}
+
+/// Whether the crate was built with the Gloo backend (the `gloo` feature).
+pub fn is_gloo_available() -> bool {
+    cfg!(feature = "gloo")
+}
+
 /// Whether the crate was built with the NCCL backend (the `cuda` feature). NCCL itself
 /// (`libnccl.so.2`) and a GPU are looked for at `init_process_group`.
 pub fn is_nccl_available() -> bool {
@@ -107,20 +122,18 @@ pub fn init_process_group_with(options: InitOptions) -> Result<()> {
     if slot.is_some() {
         return Err(dist_error(name, "trying to initialize the default process group twice!"));
     }
-    let group = match options.backend.to_ascii_lowercase().as_str() {
-        "mpi" => init_mpi(&options)?,
-        "nccl" => init_nccl(&options)?,
-        "gloo" | "ucc" => {
-            return Err(dist_error(
+    let group =
+        match options.backend.to_ascii_lowercase().as_str() {
+            "mpi" => init_mpi(&options)?,
+            "nccl" => init_nccl(&options)?,
+            "gloo" => init_gloo(&options)?,
+            "ucc" => return Err(dist_error(
                 name,
-                format!(
-                    "the {} backend is not available; use \"mpi\" (the `mpi` feature) or \"nccl\" (the `cuda` feature)",
-                    options.backend
-                ),
-            ))
-        }
-        other => return Err(dist_error(name, format!("Invalid backend: '{other}'"))),
-    };
+                "the ucc backend is not available; use \"gloo\" (the `gloo` feature), \"mpi\" (the `mpi` feature) or \
+                 \"nccl\" (the `cuda` feature)",
+            )),
+            other => return Err(dist_error(name, format!("Invalid backend: '{other}'"))),
+        };
     *slot = Some(group);
     Ok(())
 }
@@ -156,26 +169,55 @@ fn init_mpi(_options: &InitOptions) -> Result<ProcessGroup> {
     ))
 }
 
-/// The NCCL world: a rendezvous through `options.store` or `options.init_method` (default
-/// `env://`), then one communicator per rank (Note [The NCCL backend]).
-#[cfg(feature = "cuda")]
-fn init_nccl(options: &InitOptions) -> Result<ProcessGroup> {
+/// The store, rank and world size of a backend that rendezvouses through a store (Gloo,
+/// NCCL): `options.store`, or a rendezvous at `options.init_method` (default `env://`).
+#[cfg(any(feature = "cuda", feature = "gloo"))]
+fn rendezvous_of(options: &InitOptions) -> Result<(Arc<dyn Store>, usize, usize)> {
     let name = "init_process_group";
-    let (store, rank, size) = match &options.store {
+    match &options.store {
         Some(store) => {
             let need = |v: Option<usize>, what: &str| {
                 v.ok_or_else(|| dist_error(name, format!("{what} must be given with an explicit store")))
             };
-            (store.clone(), need(options.rank, "rank")?, need(options.world_size, "world_size")?)
+            let (rank, size) = (need(options.rank, "rank")?, need(options.world_size, "world_size")?);
+            if size == 0 || rank >= size {
+                return Err(dist_error(name, format!("rank {rank} is not in a world of size {size}")));
+            }
+            Ok((store.clone(), rank, size))
         }
         None => {
             let method = options.init_method.as_deref().unwrap_or("env://");
             let r = crate::rendezvous::rendezvous(method, options.rank, options.world_size, options.timeout)?;
-            (r.store, r.rank, r.world_size)
+            Ok((r.store, r.rank, r.world_size))
         }
-    };
+    }
+}
+
+/// The NCCL world: a rendezvous (see [`rendezvous_of`]), then one communicator per rank (Note
+/// [The NCCL backend]).
+#[cfg(feature = "cuda")]
+fn init_nccl(options: &InitOptions) -> Result<ProcessGroup> {
+    let (store, rank, size) = rendezvous_of(options)?;
     let backend = crate::nccl::world(&*store, rank, size)?;
     Ok(ProcessGroup::new(backend, (0..size).collect(), options.timeout))
+}
+
+/// The Gloo world: a rendezvous (see [`rendezvous_of`]), then a Gloo context connecting every
+/// rank (Note [The Gloo backend]).
+#[cfg(feature = "gloo")]
+fn init_gloo(options: &InitOptions) -> Result<ProcessGroup> {
+    let (store, rank, size) = rendezvous_of(options)?;
+    let backend = crate::gloo::world(store, rank, size, options.timeout)?;
+    Ok(ProcessGroup::new(backend, (0..size).collect(), options.timeout))
+}
+
+#[cfg(not(feature = "gloo"))]
+fn init_gloo(_options: &InitOptions) -> Result<ProcessGroup> {
+    Err(dist_error(
+        "init_process_group",
+        "Distributed package doesn't have Gloo built in: build the `distributed` crate with its `gloo` feature \
+         (it needs Gloo, e.g. Debian's libgloo-dev, and libclang for the bindings)",
+    ))
 }
 
 #[cfg(not(feature = "cuda"))]

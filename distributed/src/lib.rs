@@ -7,8 +7,10 @@
 //!   `init_process_group`'s `env://`, `tcp://` and `file://` methods.
 //! - Process groups: [`init_process_group`] and the default group, [`new_group`], the
 //!   collectives ([`all_reduce`], [`broadcast`], ...; asynchronous through [`ProcessGroup`]'s
-//!   methods, which return a [`Work`]). The backends are MPI (the `mpi` feature; start the
-//!   ranks with `mpirun -np N`) and NCCL for CUDA tensors on GPUs (the `cuda` feature).
+//!   methods, which return a [`Work`]). The backends are Gloo (the `gloo` feature; PyTorch's
+//!   default for CPU tensors, ranks started by the `launch` binary or any launcher), MPI (the
+//!   `mpi` feature; start the ranks with `mpirun -np N`) and NCCL for CUDA tensors on GPUs (the
+//!   `cuda` feature).
 //! - [`DistributedDataParallel`]: gradients averaged over the ranks in buckets whose
 //!   all-reduces overlap the backward pass.
 //! - The `launch` binary starts a job's ranks as `torchrun` does.
@@ -17,6 +19,10 @@
 
 mod api;
 pub mod ddp;
+#[cfg(feature = "gloo")]
+mod gloo;
+#[cfg(any(feature = "mpi", feature = "gloo"))]
+mod host;
 #[cfg(feature = "mpi")]
 mod mpi;
 #[cfg(feature = "cuda")]
@@ -28,10 +34,10 @@ mod work;
 
 pub use api::{
     all_gather, all_gather_into_tensor, all_gather_object, all_gather_object_in, all_reduce, all_to_all, barrier,
-    broadcast, broadcast_object_list, default_group, destroy_process_group, gather, get_backend, get_rank,
-    get_world_size, init_process_group, init_process_group_with, irecv, is_initialized, is_mpi_available,
-    is_nccl_available, isend, new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send,
-    InitOptions, DEFAULT_PG_TIMEOUT,
+    broadcast, broadcast_object_list, default_backend, default_group, destroy_process_group, gather, get_backend,
+    get_rank, get_world_size, init_process_group, init_process_group_with, irecv, is_gloo_available, is_initialized,
+    is_mpi_available, is_nccl_available, isend, new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor,
+    scatter, send, InitOptions, DEFAULT_PG_TIMEOUT,
 };
 pub use ddp::{DdpOptions, DistributedDataParallel};
 pub use process_group::{ProcessGroup, ReduceOp};

@@ -8,9 +8,8 @@
 //! - Collectives block that thread. Point-to-point operations are posted (`MPI_Isend`,
 //!   `MPI_Irecv`) and polled between jobs, so `isend` then `recv` on two ranks cannot
 //!   deadlock each other.
-//! - Before a collective, the ranks all-gather a small description of it (which collective,
-//!   dtype, element count, root, reduction). When the descriptions differ, every rank returns
-//!   the same error naming each rank's call, and nothing is transferred.
+//! - Before a collective, the ranks agree on it (Note [Agreeing on a collective] in host.rs):
+//!   ranks that disagree all get the same error, and nothing is transferred.
 //! - Each group has its own communicator (`MPI_Comm_dup` of the world, `MPI_Comm_split` for
 //!   `new_group`) whose errors are returned (`MPI_ERRORS_RETURN`), not fatal.
 //! - MPI stays initialised until the process exits (an `atexit` handler finalises it), so a
@@ -31,6 +30,9 @@ use c10::{bf16, f16, Error, Result, ScalarType};
 use mpi::ffi;
 use mpi::traits::Communicator;
 
+use crate::host::{
+    check_agreement, check_counts, counts_row, describe_collective, dist_error, divide, finish_work, DESC,
+};
 use crate::process_group::{Backend, Collective, Finish, ReduceOp};
 use crate::work::Work;
 
@@ -59,10 +61,6 @@ struct Runtime {
 
 /// The MPI thread, once started; `Err` once MPI was finalised.
 static RUNTIME: Mutex<Option<std::result::Result<Arc<Runtime>, ()>>> = Mutex::new(None);
-
-fn dist_error(op: &str, msg: impl Into<String>) -> Error {
-    Error::Distributed { op: op.into(), msg: msg.into() }
-}
 
 /// The text of an MPI error code.
 fn mpi_error(op: &str, rc: c_int) -> Error {
@@ -142,7 +140,7 @@ macro_rules! half_fn {
     };
 }
 
-/// The minimum or maximum that propagates NaN (as `torch.minimum`).
+/// The minimum that propagates NaN (as `torch.minimum`).
 fn nan_min(a: f32, b: f32) -> f32 {
     if a.is_nan() || a < b {
         a
@@ -150,6 +148,8 @@ fn nan_min(a: f32, b: f32) -> f32 {
         b
     }
 }
+
+/// The maximum that propagates NaN (as `torch.maximum`).
 fn nan_max(a: f32, b: f32) -> f32 {
     if a.is_nan() || a > b {
         a
@@ -358,12 +358,7 @@ impl Thread {
                 comm.0,
             )
         })?;
-        if all.chunks(DESC).all(|d| d == desc) {
-            return Ok(());
-        }
-        let calls: Vec<String> =
-            all.chunks(DESC).enumerate().map(|(r, d)| format!("rank {r} called {}", describe(d))).collect();
-        Err(dist_error(name, format!("the ranks called different collectives or sizes: {}", calls.join("; "))))
+        check_agreement(name, &all, &desc)
     }
 
     /// Runs a collective, or posts a send or receive.
@@ -422,13 +417,11 @@ impl Thread {
 
     fn collective(&mut self, comm: Comm, rank: usize, size: usize, c: Collective) -> Result<()> {
         let name = c.name();
-        let dtype_code = |t: &Tensor| t.dtype() as i64;
-        let desc = |kind: i64, t: Option<&Tensor>, n: i64, root: Option<usize>, op: Option<ReduceOp>| -> [i64; DESC] {
-            [kind, t.map_or(-1, dtype_code), n, root.map_or(-1, |r| r as i64), op.map_or(-1, ReduceOp::code)]
-        };
+        if let Some(desc) = describe_collective(&c) {
+            self.agree(comm, size, name, desc)?;
+        }
         match &c {
             Collective::AllReduce { buf, op } => {
-                self.agree(comm, size, name, desc(0, Some(buf), buf.numel(), None, Some(*op)))?;
                 let mop = self.mpi_op(*op, buf.dtype());
                 self.chunked(name, buf, |ptr, n, dt| {
                     self.in_place_reduce(ptr, n, dt, |send, recv| {
@@ -441,14 +434,12 @@ impl Thread {
                 }
             }
             Collective::Broadcast { buf, root } => {
-                self.agree(comm, size, name, desc(1, Some(buf), buf.numel(), Some(*root), None))?;
                 self.chunked(name, buf, |ptr, n, dt| {
                     // SAFETY: ptr addresses n elements of dt.
                     unsafe { ffi::MPI_Bcast(ptr, n, dt, *root as c_int, comm.0) }
                 })?;
             }
             Collective::Reduce { buf, root, op } => {
-                self.agree(comm, size, name, desc(2, Some(buf), buf.numel(), Some(*root), Some(*op)))?;
                 let mop = self.mpi_op(*op, buf.dtype());
                 let is_root = rank == *root;
                 self.chunked(name, buf, |ptr, n, dt| {
@@ -468,7 +459,6 @@ impl Thread {
                 }
             }
             Collective::AllGather { input, output } => {
-                self.agree(comm, size, name, desc(3, Some(input), input.numel(), None, None))?;
                 let n = count(name, output.numel() as usize).and(count(name, input.numel() as usize))?;
                 let dt = datatype(input.dtype());
                 // SAFETY: input has n elements, output n per rank, both of dt.
@@ -485,7 +475,6 @@ impl Thread {
                 })?;
             }
             Collective::Gather { input, output, root } => {
-                self.agree(comm, size, name, desc(4, Some(input), input.numel(), Some(*root), None))?;
                 let n = count(name, input.numel() as usize * size).and(count(name, input.numel() as usize))?;
                 let dt = datatype(input.dtype());
                 let out = output.as_ref().map_or(std::ptr::null_mut(), |o| o.data_ptr() as *mut c_void);
@@ -495,7 +484,6 @@ impl Thread {
                 })?;
             }
             Collective::Scatter { input, output, root } => {
-                self.agree(comm, size, name, desc(5, Some(output), output.numel(), Some(*root), None))?;
                 let n = count(name, output.numel() as usize * size).and(count(name, output.numel() as usize))?;
                 let dt = datatype(output.dtype());
                 let inp = input.as_ref().map_or(std::ptr::null(), |i| i.data_ptr() as *const c_void);
@@ -505,7 +493,6 @@ impl Thread {
                 })?;
             }
             Collective::ReduceScatter { input, output, op } => {
-                self.agree(comm, size, name, desc(6, Some(output), output.numel(), None, Some(*op)))?;
                 let n = count(name, input.numel() as usize).and(count(name, output.numel() as usize))?;
                 let dt = datatype(output.dtype());
                 let mop = self.mpi_op(*op, output.dtype());
@@ -525,7 +512,6 @@ impl Thread {
                 }
             }
             Collective::AllToAll { input, send_counts, output, recv_counts } => {
-                self.agree(comm, size, name, desc(7, Some(input), 0, None, None))?;
                 self.agree_counts(comm, size, name, send_counts, recv_counts)?;
                 let to_int = |v: &[usize]| v.iter().map(|&n| count(name, n)).collect::<Result<Vec<c_int>>>();
                 let displs = |v: &[usize]| {
@@ -557,7 +543,6 @@ impl Thread {
                 })?;
             }
             Collective::Barrier => {
-                self.agree(comm, size, name, desc(8, None, 0, None, None))?;
                 // SAFETY: a valid communicator.
                 check(name, unsafe { ffi::MPI_Barrier(comm.0) })?;
             }
@@ -569,7 +554,7 @@ impl Thread {
     /// Every rank checks every pair of an all-to-all: what `i` sends to `j` is what `j`
     /// expects from `i`.
     fn agree_counts(&self, comm: Comm, size: usize, name: &str, send: &[usize], recv: &[usize]) -> Result<()> {
-        let mine: Vec<i64> = send.iter().chain(recv).map(|&n| n as i64).collect();
+        let mine = counts_row(send, recv);
         let mut all = vec![0i64; 2 * size * size];
         // SAFETY: mine has 2*size elements, all has 2*size per rank.
         check(name, unsafe {
@@ -583,19 +568,7 @@ impl Thread {
                 comm.0,
             )
         })?;
-        for i in 0..size {
-            for j in 0..size {
-                let sends = all[i * 2 * size + j];
-                let expects = all[j * 2 * size + size + i];
-                if sends != expects {
-                    return Err(dist_error(
-                        name,
-                        format!("rank {i} sends {sends} elements to rank {j}, which expects {expects} from it"),
-                    ));
-                }
-            }
-        }
-        Ok(())
+        check_counts(name, size, &all)
     }
 
     /// Runs `f(ptr, n, datatype)` over pieces of `buf` of at most `c_int::MAX` elements.
@@ -670,84 +643,9 @@ impl Thread {
     }
 }
 
-/// Description layout: collective, dtype, element count, root, reduction.
-const DESC: usize = 5;
-
-fn describe(d: &[i64]) -> String {
-    const KINDS: [&str; 9] = [
-        "all_reduce",
-        "broadcast",
-        "reduce",
-        "all_gather",
-        "gather",
-        "scatter",
-        "reduce_scatter",
-        "all_to_all",
-        "barrier",
-    ];
-    let kind = KINDS.get(d[0] as usize).copied().unwrap_or("?");
-    let mut s = kind.to_string();
-    if let Some(t) = ScalarType::ALL.iter().find(|t| **t as i64 == d[1]) {
-        s += &format!(" of {} {} elements", d[2], t.name());
-    }
-    if d[3] >= 0 {
-        s += &format!(" with root {}", d[3]);
-    }
-    const OPS: [&str; 8] = ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"];
-    if let Some(op) = usize::try_from(d[4]).ok().and_then(|i| OPS.get(i)) {
-        s += &format!(" with ReduceOp.{op}");
-    }
-    s
-}
-
 fn set_errors_return(comm: Comm) -> Result<()> {
     // SAFETY: comm is a valid communicator; ERRORS_RETURN is a predefined handler.
     check("init_process_group", unsafe { ffi::MPI_Comm_set_errhandler(comm.0, ffi::RSMPI_ERRORS_RETURN) })
-}
-
-/// Runs `finish` after a success, then completes the work. A panic in `finish` becomes an error.
-fn finish_work(work: &Work, outcome: Result<Option<usize>>, finish: Option<Finish>) {
-    let outcome = match (outcome, finish) {
-        (Ok(v), Some(f)) => match catch_unwind(AssertUnwindSafe(f)) {
-            Ok(r) => r.map(|_| v),
-            Err(_) => Err(dist_error(work.op(), "copying the result out panicked")),
-        },
-        (outcome, _) => outcome,
-    };
-    work.complete(outcome);
-}
-
-/// Divides the host tensor `buf` by `size` in place (`AVG`; integers truncate).
-fn divide(buf: &Tensor, size: usize) {
-    let n = buf.numel() as usize;
-    let ptr = buf.data_ptr();
-    macro_rules! each {
-        ($t:ty, |$v:ident| $e:expr) => {{
-            // SAFETY: buf is a contiguous host tensor of n elements of this type, which only the
-            // MPI thread touches while its operation runs.
-            let s = unsafe { std::slice::from_raw_parts_mut(ptr as *mut $t, n) };
-            for x in s {
-                let $v = *x;
-                *x = $e;
-            }
-        }};
-    }
-    let d = size as f64;
-    match buf.dtype() {
-        ScalarType::F32 => each!(f32, |v| (v as f64 / d) as f32),
-        ScalarType::F64 => each!(f64, |v| v / d),
-        ScalarType::C64 => each!(c10::Complex<f32>, |v| v / d as f32),
-        ScalarType::C128 => each!(c10::Complex<f64>, |v| v / d),
-        ScalarType::F16 => each!(f16, |v| f16::from_f64(v.to_f64() / d)),
-        ScalarType::BF16 => each!(bf16, |v| bf16::from_f64(v.to_f64() / d)),
-        ScalarType::U8 => each!(u8, |v| (v as i64 / size as i64) as u8),
-        ScalarType::I8 => each!(i8, |v| (v as i64 / size as i64) as i8),
-        ScalarType::I16 => each!(i16, |v| (v as i64 / size as i64) as i16),
-        ScalarType::I32 => each!(i32, |v| (v as i64 / size as i64) as i32),
-        ScalarType::I64 => each!(i64, |v| v / size as i64),
-        // AVG is rejected for bool before it gets here.
-        ScalarType::Bool => {}
-    }
 }
 
 impl Runtime {

@@ -59,7 +59,7 @@ impl ReduceOp {
         }
     }
 
-    #[cfg_attr(not(any(feature = "mpi", feature = "cuda")), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "mpi", feature = "cuda", feature = "gloo")), allow(dead_code))]
     pub(crate) fn code(self) -> i64 {
         self as i64
     }
@@ -88,7 +88,7 @@ impl ReduceOp {
 /// tensors are contiguous, on the host unless the backend takes device buffers
 /// ([`Backend::device_buffers`]).
 // Without a backend (neither `mpi` nor `cuda`) nothing reads the fields.
-#[cfg_attr(not(any(feature = "mpi", feature = "cuda")), allow(dead_code))]
+#[cfg_attr(not(any(feature = "mpi", feature = "cuda", feature = "gloo")), allow(dead_code))]
 pub(crate) enum Collective {
     AllReduce {
         buf: Tensor,

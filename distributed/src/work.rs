@@ -44,7 +44,7 @@ impl std::fmt::Debug for Work {
 
 impl Work {
     /// A pending operation named `op` whose `wait` gives up after `timeout`.
-    #[cfg_attr(not(any(feature = "mpi", feature = "cuda")), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "mpi", feature = "cuda", feature = "gloo")), allow(dead_code))]
     pub(crate) fn pending(op: &'static str, timeout: Duration) -> Work {
         Work {
             inner: Arc::new(Inner {
@@ -65,7 +65,7 @@ impl Work {
     }
 
     /// Records the outcome (the first one wins) and wakes the waiters.
-    #[cfg_attr(not(any(feature = "mpi", feature = "cuda")), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "mpi", feature = "cuda", feature = "gloo")), allow(dead_code))]
     pub(crate) fn complete(&self, outcome: Outcome) {
         let mut s = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
         if s.outcome.is_none() {
