@@ -268,6 +268,7 @@ unsafe extern "C" fn store_set(
     let r = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the shim passes the user pointer of `connect`, and key/data of the given lengths.
         let (store, key) = unsafe { store_key(user, key, keylen) };
+        // SAFETY: data has len bytes (the shim's contract).
         let value = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
         store.set(&key, value)
     }));

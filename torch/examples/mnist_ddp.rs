@@ -1,9 +1,12 @@
 //! The main job, data-parallel: the MNIST CNN trained by several processes with
-//! `DistributedDataParallel` over MPI.
+//! `DistributedDataParallel`, on Gloo (PyTorch's default for CPU tensors) or MPI.
 //!
 //! ```sh
+//! cargo build --release -p torch --features gloo --example mnist_ddp
+//! cargo run --release -p distributed --bin launch -- --nproc-per-node 2 target/release/examples/mnist_ddp
+//!
 //! cargo build --release -p torch --features mpi --example mnist_ddp
-//! mpirun -np 2 target/release/examples/mnist_ddp
+//! mpirun -np 2 target/release/examples/mnist_ddp --backend mpi
 //! ```
 //!
 //! Every rank reads its share of the 4,000 training digits through a `DistributedSampler`
@@ -26,8 +29,13 @@ use torch::optim::{self, Optimizer};
 use torch::{Tensor, TensorAutograd};
 
 #[derive(Parser)]
-#[command(about = "Train the MNIST CNN on several processes with DistributedDataParallel (start with mpirun -np N)")]
+#[command(about = "Train the MNIST CNN on several processes with DistributedDataParallel (start the ranks with \
+             `launch --nproc-per-node N`, or with `mpirun -np N` for --backend mpi)")]
 struct Args {
+    /// The process-group backend: gloo, mpi or nccl (default: PyTorch's choice for CPU
+    /// tensors, gloo). The binary must be built with the backend's feature.
+    #[arg(long)]
+    backend: Option<String>,
     /// Number of epochs.
     #[arg(long, default_value_t = 8)]
     epochs: usize,
@@ -43,6 +51,9 @@ struct Args {
     /// Seed for initialisation, the hold-out split and shuffling.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Exit with an error when the final test accuracy is below this fraction (for CI).
+    #[arg(long)]
+    min_accuracy: Option<f64>,
 }
 
 nn::module! {
@@ -76,7 +87,8 @@ fn accuracy(model: &Net, images: &Tensor, labels: &Tensor) -> torch::Result<f64>
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let result = dist::init_process_group("mpi").and_then(|()| run(&args));
+    let backend = args.backend.clone().unwrap_or_else(|| dist::default_backend(torch::DeviceType::Cpu).into());
+    let result = dist::init_process_group(&backend).and_then(|()| run(&args));
     let rank = dist::get_rank().unwrap_or(0);
     let _ = dist::destroy_process_group();
     match result {
@@ -173,11 +185,17 @@ fn run(args: &Args) -> torch::Result<()> {
     if rank == 0 {
         let acc = accuracy(model.module(), &test_x, &test_y)?;
         println!(
-            "test accuracy {:.2}% after {} epochs on {world} ranks ({:.1} s)",
+            "test accuracy {:.2}% after {} epochs on {world} ranks with {} ({:.1} s)",
             100.0 * acc,
             args.epochs,
+            dist::get_backend()?,
             start.elapsed().as_secs_f64()
         );
+        if let Some(min) = args.min_accuracy {
+            if acc < min {
+                return bad(format!("the test accuracy {:.2}% is below --min-accuracy {min}", 100.0 * acc));
+            }
+        }
     }
     Ok(())
 }
