@@ -3,7 +3,6 @@
 //! and library come from the system (Debian's `libgloo-dev`); `GLOO_INCLUDE_DIR` and
 //! `GLOO_LIB_DIR` point elsewhere.
 use std::env;
-use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -15,6 +14,7 @@ fn main() {
 
 #[cfg(feature = "gloo")]
 fn gloo() {
+    use std::path::PathBuf;
     let dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")).join("gloo");
     for f in ["shim.h", "shim.cc"] {
         println!("cargo:rerun-if-changed={}", dir.join(f).display());

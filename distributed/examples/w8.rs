@@ -1,5 +1,6 @@
 //! The ranks of the W8 benchmarks (BENCHMARKS.md), started by `cargo xtask bench W8` as
-//! `mpirun -np 2 target/release/examples/w8 [--raw] [--time S]`.
+//! `mpirun -np 2 target/release/examples/w8 [--raw] [--time S]`, and on Gloo as
+//! `launch --nproc-per-node 2 target/release/examples/w8 --backend gloo [--time S]`.
 //!
 //! - `W8.allreduce_1M`, `W8.allreduce_64M`: `all_reduce` (sum) of 1 MB and 64 MB of f32 on the
 //!   default group.
@@ -7,6 +8,7 @@
 //!   (ReLU), batch 128 per rank: zero_grad, forward, cross entropy, backward (with the
 //!   gradient all-reduce), SGD momentum 0.9 step.
 //!
+//! On Gloo the ids are `W8.gloo_allreduce_1M`, `W8.gloo_allreduce_64M` and `W8.gloo_ddp_step`.
 //! With `--raw`, the two all-reduces go to Open MPI directly (rsmpi's `all_reduce_into` on the
 //! world communicator, no process group), which is the engine's own cost. Rank 0 prints one
 //! JSON line per workload: `{"id": ..., "median_s": ..., "iters": ...}`. Every rank runs one
@@ -50,6 +52,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn report(rank: usize, id: &str, times: Vec<f64>) {
     if rank == 0 {
+        let id = match dist::get_backend() {
+            Ok("gloo") => id.replace("W8.", "W8.gloo_").replace("ddp_mlp_step", "ddp_step"),
+            _ => id.to_string(),
+        };
         let n = times.len();
         println!("{{\"id\": \"{id}\", \"median_s\": {:e}, \"iters\": {n}}}", median(times));
     }
@@ -57,8 +63,8 @@ fn report(rank: usize, id: &str, times: Vec<f64>) {
 
 const SIZES: [(&str, usize); 2] = [("W8.allreduce_1M", 1 << 18), ("W8.allreduce_64M", 1 << 24)];
 
-fn ours(time: f64) -> c10::Result<()> {
-    dist::init_process_group("mpi")?;
+fn ours(time: f64, backend: &str) -> c10::Result<()> {
+    dist::init_process_group(backend)?;
     let rank = dist::get_rank()?;
     // Times `f` over a number of iterations rank 0 picks from two warm-up runs.
     let timed = |f: &mut dyn FnMut() -> c10::Result<()>| -> c10::Result<Vec<f64>> {
@@ -124,12 +130,9 @@ fn raw(time: f64) {
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let time = args
-        .iter()
-        .position(|a| a == "--time")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(1.0);
+    let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1));
+    let time = value("--time").and_then(|v| v.parse::<f64>().ok()).unwrap_or(1.0);
+    let backend = value("--backend").map_or("mpi", String::as_str);
     if let Err(e) = aten::set_num_threads(1) {
         eprintln!("error: {e}");
         return std::process::ExitCode::FAILURE;
@@ -138,7 +141,7 @@ fn main() -> std::process::ExitCode {
         raw(time);
         return std::process::ExitCode::SUCCESS;
     }
-    match ours(time) {
+    match ours(time, backend) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

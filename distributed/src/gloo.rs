@@ -18,7 +18,8 @@
 //! - Point-to-point messages (Note [Gloo messages]) are posted when issued, so `isend` then
 //!   `recv` on two ranks cannot deadlock, and each is waited for on a thread of its own.
 //! - A failed or timed-out operation leaves the context unusable, as in PyTorch: the group's
-//!   later operations fail too.
+//!   later operations fail too. A rank that died is noticed and named (Note [Noticing a dead
+//!   rank]).
 //!
 //! Note [Gloo messages]: Gloo aborts the process when a message is longer than the buffer
 //! posted for it, and silently fills part of a longer buffer. So a send is two messages: a
@@ -27,14 +28,29 @@
 //! posts the header receive when the receive is issued (so receives match sends in order, per
 //! source and tag), reads the header, and receives the data into the tensor when the sizes
 //! agree, or into scratch memory followed by an error naming both sizes when they do not.
+//!
+//! Note [Noticing a dead rank]: when a rank's process dies, the kernel closes its sockets and
+//! its peers' pending Gloo operations fail at once ("Connection closed by peer"), but Gloo
+//! names an address, not a rank; a rank that hangs or whose host vanished closes nothing. So
+//! each world keeps a [`Liveness`]:
+//! - at connection every rank publishes its host name and process id in the store, and a
+//!   heartbeat thread then adds 1 to the rank's `heartbeat/<rank>` counter every second and
+//!   reads every rank's; a rank whose counter stands still for [`DEAD_AFTER`] is declared
+//!   dead (on any host). A store that stops answering is a failure too (rank 0 serves it).
+//! - when an operation fails in Gloo, the ranks on this host are checked directly (their
+//!   process is gone, or a zombie), so the error names the dead rank at once; otherwise it
+//!   waits a little for the heartbeat's verdict.
+//! - a verdict fails every pending [`Work`] of the world and of its sub-groups with an error
+//!   naming the rank, and every later operation fails with it at once: a rank blocked in a
+//!   collective returns instead of waiting for the group's timeout (30 minutes by default).
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
+use std::sync::{mpsc, Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use aten::Tensor;
 use c10::{bf16, f16, Complex, Error, Result, ScalarType};
@@ -251,7 +267,8 @@ unsafe fn store_key<'a>(user: *mut c_void, key: *const c_char, keylen: usize) ->
     // SAFETY: as the function's contract says.
     unsafe {
         let store = *(user as *const &dyn Store);
-        let key = String::from_utf8_lossy(std::slice::from_raw_parts(key as *const u8, keylen)).into_owned();
+        let key: &[u8] = if keylen == 0 { &[] } else { std::slice::from_raw_parts(key as *const u8, keylen) };
+        let key = String::from_utf8_lossy(key).into_owned();
         (store, key)
     }
 }
@@ -268,8 +285,8 @@ unsafe extern "C" fn store_set(
     let r = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the shim passes the user pointer of `connect`, and key/data of the given lengths.
         let (store, key) = unsafe { store_key(user, key, keylen) };
-        // SAFETY: data has len bytes (the shim's contract).
-        let value = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
+        // SAFETY: data has len bytes (the shim's contract); an empty value may be null.
+        let value: &[u8] = if len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(data as *const u8, len) } };
         store.set(&key, value)
     }));
     store_status(r, err, errlen)
@@ -351,14 +368,10 @@ fn device_address() -> (Option<String>, Option<String>) {
             return (None, Some(iface.split(',').next().unwrap_or_default().to_string()));
         }
     }
-    let mut buf = [0u8; 256];
-    // SAFETY: buf has 256 bytes; gethostname NUL-terminates within them when it succeeds.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
-    let host = ok.then(|| String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned());
-    let resolves = host.as_deref().is_some_and(|h| {
-        !h.is_empty() && std::net::ToSocketAddrs::to_socket_addrs(&(h, 0)).is_ok_and(|mut a| a.next().is_some())
-    });
-    (Some(if resolves { host.unwrap_or_default() } else { "127.0.0.1".into() }), None)
+    let host = host_name();
+    let resolves = !host.is_empty()
+        && std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), 0)).is_ok_and(|mut a| a.next().is_some());
+    (Some(if resolves { host } else { "127.0.0.1".into() }), None)
 }
 
 /// Connects `rank` of `size` ranks through `store` (every rank calls it with the same store).
@@ -398,6 +411,217 @@ fn connect(store: &dyn Store, rank: usize, size: usize, timeout: Duration) -> Re
     attempt(host.as_deref(), iface.as_deref())
 }
 
+// ---- liveness (Note [Noticing a dead rank]) -----------------------------------------------------
+
+/// How often a rank's heartbeat counter moves.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long a heartbeat may stand still before its rank is declared dead.
+const DEAD_AFTER: Duration = Duration::from_secs(6);
+/// The store key where the first rank to notice a failure describes it.
+const FAILURE_KEY: &str = "failure";
+
+/// This host's name (empty when unknown).
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf has 256 bytes; gethostname NUL-terminates within them when it succeeds.
+    if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
+        return String::new();
+    }
+    String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned()
+}
+
+/// Whether process `pid` of this host has ended (gone, or a zombie not yet reaped).
+fn process_ended(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return true;
+    }
+    // The state follows the command name's closing parenthesis: Z (zombie) or X (dead).
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])))
+        .unwrap_or(false)
+}
+
+/// Which ranks of a world are alive (Note [Noticing a dead rank]).
+pub(crate) struct Liveness {
+    rank: usize,
+    host: String,
+    /// Every rank's host name and process id.
+    peers: Vec<(String, i32)>,
+    /// The first failure noticed: every later operation fails with it.
+    verdict: Mutex<Option<String>>,
+    /// The works not known to be complete, failed by a verdict.
+    pending: Mutex<Vec<Work>>,
+    /// The world's store, through a connection of its own where the store has them.
+    store: Arc<dyn Store>,
+}
+
+impl Liveness {
+    /// Publishes this rank in `store` (the world's) and reads every rank's entry, then starts
+    /// the heartbeat.
+    fn start(store: Arc<dyn Store>, rank: usize, size: usize) -> Result<Arc<Liveness>> {
+        let host = host_name();
+        store.add(&format!("heartbeat/{rank}"), 1)?;
+        store.set(&format!("peer/{rank}"), format!("{}\n{}", std::process::id(), host).as_bytes())?;
+        let mut peers = Vec::with_capacity(size);
+        for r in 0..size {
+            let v = store.get(&format!("peer/{r}"))?;
+            let v = String::from_utf8_lossy(&v).into_owned();
+            let (pid, h) = v.split_once('\n').unwrap_or(("0", ""));
+            peers.push((h.to_string(), pid.parse().unwrap_or(0)));
+        }
+        // A connection of its own where the store has them: a rank blocked in the store (a
+        // `new_group` waiting for late ranks) keeps beating.
+        let store = store.clone_store()?.unwrap_or(store);
+        let live =
+            Arc::new(Liveness { rank, host, peers, verdict: Mutex::new(None), pending: Mutex::new(Vec::new()), store });
+        let weak = Arc::downgrade(&live);
+        std::thread::Builder::new()
+            .name("gloo-heartbeat".into())
+            .spawn(move || heartbeat(weak, rank, size))
+            .map_err(|e| dist_error("init_process_group", format!("cannot start the heartbeat thread: {e}")))?;
+        Ok(live)
+    }
+
+    /// The verdict, if a failure was noticed.
+    fn verdict(&self) -> Option<String> {
+        self.verdict.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Records the first failure and fails every pending work with it; with `publish`, tells
+    /// the other ranks through the store (the first rank to notice names the failure for all).
+    fn fail(&self, why: String, publish: bool) {
+        if publish && self.verdict().is_none() {
+            let _ = self.store.set(FAILURE_KEY, why.as_bytes());
+        }
+        {
+            let mut v = self.verdict.lock().unwrap_or_else(|e| e.into_inner());
+            if v.is_some() {
+                return;
+            }
+            tracing::error!(target: "torch::distributed", "{why}");
+            *v = Some(why.clone());
+        }
+        for w in self.pending.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            w.complete(Err(dist_error(w.op(), why.clone())));
+        }
+    }
+
+    /// Tracks `work` until it completes; fails it at once after a verdict.
+    fn track(&self, work: &Work) {
+        if let Some(why) = self.verdict() {
+            work.complete(Err(dist_error(work.op(), why)));
+            return;
+        }
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.retain(|w| !w.is_completed());
+        pending.push(work.clone());
+    }
+
+    /// A rank of this host whose process has ended.
+    fn dead_local_rank(&self) -> Option<usize> {
+        self.peers.iter().enumerate().find_map(|(r, (host, pid))| {
+            (r != self.rank && *host == self.host && *pid > 0 && process_ended(*pid)).then_some(r)
+        })
+    }
+
+    /// `e` with the dead rank named when it is a failure in Gloo (see [`Liveness::explain`]).
+    fn explained(&self, e: Error) -> Error {
+        match &e {
+            Error::Distributed { msg, .. } | Error::DistTimeout { msg, .. } if msg.starts_with("Gloo: ") => {
+                self.explain(e)
+            }
+            _ => e,
+        }
+    }
+
+    /// The failure another rank published, if any.
+    fn published(&self) -> Option<String> {
+        match self.store.check(&[FAILURE_KEY]) {
+            Ok(true) => self.store.get(FAILURE_KEY).ok().map(|v| String::from_utf8_lossy(&v).into_owned()),
+            _ => None,
+        }
+    }
+
+    /// `e`, a failure in Gloo, with the dead rank named when one can be found: a failure
+    /// another rank published, a rank of this host whose process ended, or (waited for a
+    /// little) the heartbeat's verdict.
+    fn explain(&self, e: Error) -> Error {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            if self.verdict().is_none() {
+                if let Some(why) = self.published() {
+                    self.fail(why, false);
+                } else if let Some(r) = self.dead_local_rank() {
+                    // A rank that noticed the failure first published it before it exited:
+                    // read the store again before naming this one.
+                    match self.published() {
+                        Some(why) => self.fail(why, false),
+                        None => {
+                            let (host, pid) = &self.peers[r];
+                            self.fail(format!("rank {r} has died (its process {pid} on {host} ended)"), true);
+                        }
+                    }
+                }
+            }
+            if let Some(why) = self.verdict() {
+                return match e {
+                    Error::DistTimeout { op, msg } => Error::DistTimeout { op, msg: format!("{why}; {msg}") },
+                    Error::Distributed { op, msg } => Error::Distributed { op, msg: format!("{why}; {msg}") },
+                    other => other,
+                };
+            }
+            if Instant::now() >= deadline || matches!(e, Error::DistTimeout { .. }) {
+                return e;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The heartbeat thread of a world, until the world is dropped (Note [Noticing a dead rank]).
+fn heartbeat(live: Weak<Liveness>, rank: usize, size: usize) {
+    let keys: Vec<String> = (0..size).map(|r| format!("heartbeat/{r}")).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let mut seen: Vec<(Vec<u8>, Instant)> = vec![(Vec::new(), Instant::now()); size];
+    loop {
+        std::thread::sleep(HEARTBEAT);
+        let Some(live) = live.upgrade() else { return };
+        if live.verdict().is_some() {
+            return;
+        }
+        let beat = live.store.add(keys[rank], 1).and_then(|_| live.store.multi_get(&keys));
+        match beat {
+            Ok(values) => {
+                let now = Instant::now();
+                for (r, v) in values.into_iter().enumerate() {
+                    if seen[r].0 != v {
+                        seen[r] = (v, now);
+                    } else if r != rank && now - seen[r].1 > DEAD_AFTER {
+                        live.fail(
+                            format!(
+                            "rank {r} has stopped responding (no heartbeat for {} s: its process died or hung, or its \
+                             host is unreachable)",
+                            DEAD_AFTER.as_secs()
+                        ),
+                            true,
+                        );
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                live.fail(
+                    format!("the rendezvous store stopped answering (rank 0 serves it; it may have died): {e}"),
+                    false,
+                );
+                return;
+            }
+        }
+    }
+}
+
 // ---- the backend ------------------------------------------------------------------------------
 
 type Job = Box<dyn FnOnce(&Context) + Send>;
@@ -416,15 +640,28 @@ pub(crate) struct GlooBackend {
     prefix: String,
     /// How many groups were split off this one (names their store prefix).
     splits: AtomicUsize,
+    /// The world's (Note [Noticing a dead rank]).
+    live: Arc<Liveness>,
 }
 
 /// The worlds this process connected, for their store prefixes.
 static WORLDS: AtomicUsize = AtomicUsize::new(0);
 
 /// A group of `size` ranks, connected through `store` under `prefix`.
-fn group(store: Arc<dyn Store>, prefix: String, rank: usize, size: usize, timeout: Duration) -> Result<GlooBackend> {
-    let scoped = PrefixStore::new(&prefix, store.clone());
-    let ctx = Arc::new(connect(&scoped, rank, size, timeout)?);
+fn group(
+    store: Arc<dyn Store>,
+    prefix: String,
+    rank: usize,
+    size: usize,
+    timeout: Duration,
+    live: Option<Arc<Liveness>>,
+) -> Result<GlooBackend> {
+    let scoped = Arc::new(PrefixStore::new(&prefix, store.clone()));
+    let ctx = Arc::new(connect(&*scoped, rank, size, timeout)?);
+    let live = match live {
+        Some(live) => live,
+        None => Liveness::start(scoped, rank, size)?,
+    };
     let (tx, rx) = mpsc::channel::<Job>();
     let thread_ctx = ctx.clone();
     std::thread::Builder::new()
@@ -445,13 +682,14 @@ fn group(store: Arc<dyn Store>, prefix: String, rank: usize, size: usize, timeou
         store,
         prefix,
         splits: AtomicUsize::new(0),
+        live,
     })
 }
 
 /// The world group of the Gloo backend (Note [The Gloo backend]).
 pub(crate) fn world(store: Arc<dyn Store>, rank: usize, size: usize, timeout: Duration) -> Result<Arc<dyn Backend>> {
     let k = WORLDS.fetch_add(1, Ordering::SeqCst);
-    Ok(Arc::new(group(store, format!("gloo/{k}"), rank, size, timeout)?))
+    Ok(Arc::new(group(store, format!("gloo/{k}"), rank, size, timeout, None)?))
 }
 
 /// A collective on the group's thread.
@@ -701,8 +939,9 @@ impl GlooBackend {
         let d = Posted::new(op, &self.ctx, ptr(&buf), nbytes(&buf))?;
         h.send(op, dst, header_slot(tag))?;
         d.send(op, dst, data_slot(seq, tag))?;
+        let live = self.live.clone();
         spawn_waiter(op, work.clone(), move || {
-            let r = h.wait_send(op, timeout).and_then(|_| d.wait_send(op, timeout));
+            let r = h.wait_send(op, timeout).and_then(|_| d.wait_send(op, timeout)).map_err(|e| live.explained(e));
             // The buffers go before the memory they point at.
             drop((h, d));
             drop((header, buf));
@@ -727,7 +966,7 @@ impl GlooBackend {
         let mut header = Box::new([0u64; 2]);
         let h = Posted::new(op, &self.ctx, header.as_mut_ptr() as *mut c_void, 16)?;
         h.recv(op, &srcs, header_slot(tag))?;
-        let ctx = self.ctx.clone();
+        let (ctx, live) = (self.ctx.clone(), self.live.clone());
         spawn_waiter(op, work.clone(), move || {
             let r = (|| {
                 let from = h.wait_recv(op, timeout)?;
@@ -756,7 +995,7 @@ impl GlooBackend {
                 d.wait_recv(op, timeout)?;
                 Ok(Some(from))
             })();
-            finish_work(&work, r, finish);
+            finish_work(&work, r.map_err(|e| live.explained(e)), finish);
         })
     }
 }
@@ -785,16 +1024,20 @@ impl Backend for GlooBackend {
 
     fn submit(&self, c: Collective, finish: Option<Finish>, timeout: Duration) -> Work {
         let work = Work::pending(c.name(), timeout);
+        self.live.track(&work);
+        if work.is_completed() {
+            return work;
+        }
         let posted = match c {
             Collective::Send { buf, dst, tag } => self.send(buf, dst, tag, timeout, work.clone()),
             Collective::Recv { buf, src, tag } => self.recv(buf, src, tag, timeout, work.clone(), finish),
             c => {
                 let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
-                let (rank, size, w) = (self.rank, self.size, work.clone());
+                let (rank, size, w, live) = (self.rank, self.size, work.clone(), self.live.clone());
                 let job: Job = Box::new(move |ctx| {
                     let run = Run { ctx, rank, size, tag, timeout };
                     match catch_unwind(AssertUnwindSafe(|| run.collective(&c))) {
-                        Ok(outcome) => finish_work(&w, outcome.map(|_| None), finish),
+                        Ok(outcome) => finish_work(&w, outcome.map(|_| None).map_err(|e| live.explained(e)), finish),
                         Err(_) => {
                             w.complete(Err(dist_error(w.op(), "the Gloo backend panicked running this operation")))
                         }
@@ -820,6 +1063,6 @@ impl Backend for GlooBackend {
             return Ok(None);
         };
         let prefix = format!("{}/group{k}", self.prefix);
-        Ok(Some(Arc::new(group(self.store.clone(), prefix, member, ranks.len(), timeout)?)))
+        Ok(Some(Arc::new(group(self.store.clone(), prefix, member, ranks.len(), timeout, Some(self.live.clone()))?)))
     }
 }

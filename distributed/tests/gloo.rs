@@ -7,8 +7,11 @@
 
 mod ranks;
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use aten::Tensor;
+use distributed::{self as dist, ReduceOp};
 
 /// A port nobody listens on now.
 fn free_port() -> u16 {
@@ -98,6 +101,93 @@ fn cuda_tensors_are_staged_through_host_memory_on_2_ranks() {
     launch(2, "rank_cuda_staging");
 }
 
+/// Note [Noticing a dead rank]: one of 4 ranks is killed (SIGKILL) in the middle of an
+/// all-reduce loop, with no launcher to stop the others: each of them gets an error naming
+/// rank 2 and exits cleanly within 10 s.
+#[test]
+fn a_killed_rank_is_named_and_the_others_exit_within_10_s() {
+    let dir = std::env::temp_dir().join(format!("torch-gloo-test-{}-dead-peer", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port().to_string();
+    let mut ranks: Vec<Child> = (0..4)
+        .map(|r| {
+            Command::new(std::env::current_exe().unwrap())
+                .args(["rank_dead_peer", "--exact", "--ignored", "--nocapture", "--test-threads", "1"])
+                .env("RANK", r.to_string())
+                .env("WORLD_SIZE", "4")
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", &port)
+                .env("TORCH_DIST_TEST_RANKS", "4")
+                .env("TORCH_DIST_TEST_BACKEND", "gloo")
+                .env("TORCH_DIST_TEST_DIR", &dir)
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.join(format!("stderr{r}"))).unwrap())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let stderr = |r: usize| std::fs::read_to_string(dir.join(format!("stderr{r}"))).unwrap_or_default();
+    let fail = |ranks: &mut Vec<Child>, why: String| -> ! {
+        for c in ranks.iter_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        panic!("{why}\n{}", (0..4).map(|r| format!("rank {r}:\n{}", stderr(r))).collect::<String>());
+    };
+    // Every rank is in the loop.
+    let start = Instant::now();
+    while !(0..4).all(|r| dir.join(format!("ready{r}")).exists()) {
+        if start.elapsed() > Duration::from_secs(120) {
+            fail(&mut ranks, "the ranks did not start their loops within 120 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ranks[2].kill().unwrap();
+    ranks[2].wait().unwrap();
+    let killed = Instant::now();
+    for r in [0, 1, 3] {
+        loop {
+            if let Some(status) = ranks[r].try_wait().unwrap() {
+                if !status.success() {
+                    fail(&mut ranks, format!("rank {r} exited with {status}"));
+                }
+                break;
+            }
+            if killed.elapsed() > Duration::from_secs(10) {
+                fail(&mut ranks, format!("rank {r} did not exit within 10 s of rank 2's death"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let waited = killed.elapsed();
+    for r in [0, 1, 3] {
+        let err = std::fs::read_to_string(dir.join(format!("error{r}"))).unwrap_or_default();
+        if !err.contains("rank 2 has died") {
+            fail(&mut ranks, format!("rank {r}'s error does not name rank 2: {err:?}"));
+        }
+    }
+    eprintln!("the three other ranks exited {waited:?} after rank 2 was killed");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// With the `gloo` feature, a world of one process through a store: collectives work, and the
+/// default backend for CPU tensors is Gloo.
+#[test]
+fn a_gloo_world_of_one() {
+    use std::sync::Arc;
+    assert_eq!(dist::default_backend(c10::DeviceType::Cpu), "gloo");
+    assert_eq!(dist::default_backend(c10::DeviceType::Cuda), "nccl");
+    let store = Arc::new(dist::HashStore::new());
+    dist::init_process_group_with(dist::InitOptions::new("gloo").store(store).rank(0).world_size(1)).unwrap();
+    assert_eq!(dist::get_backend().unwrap(), "gloo");
+    let t = Tensor::from_vec(vec![1.5f32, -2.0], &[2]).unwrap();
+    dist::all_reduce(&t, ReduceOp::Sum).unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.5, -2.0]);
+    dist::barrier().unwrap();
+    dist::destroy_process_group().unwrap();
+}
+
 // ---- the ranks (ranks/mod.rs) ------------------------------------------------------------------
 
 #[test]
@@ -135,4 +225,26 @@ fn rank_ddp() {
 #[ignore = "one rank of cuda_tensors_are_staged_through_host_memory_on_2_ranks (started by the launcher)"]
 fn rank_cuda_staging() {
     ranks::cuda_staging();
+}
+
+#[test]
+#[ignore = "one rank of a_killed_rank_is_named_and_the_others_exit_within_10_s (started by it)"]
+fn rank_dead_peer() {
+    let (rank, _) = ranks::init();
+    let dir = std::path::PathBuf::from(std::env::var("TORCH_DIST_TEST_DIR").unwrap());
+    let t = Tensor::from_vec(vec![1f32; 1 << 16], &[1 << 16]).unwrap();
+    let mut done = 0u64;
+    let err = loop {
+        match dist::all_reduce(&t, ReduceOp::Max) {
+            Ok(()) => {
+                done += 1;
+                if done == 20 {
+                    std::fs::write(dir.join(format!("ready{rank}")), b"").unwrap();
+                }
+            }
+            Err(e) => break e,
+        }
+    };
+    std::fs::write(dir.join(format!("error{rank}")), err.to_string()).unwrap();
+    let _ = dist::destroy_process_group();
 }

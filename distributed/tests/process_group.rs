@@ -1,6 +1,6 @@
 //! The default process group's API without a running job: the errors a user sees before
-//! `init_process_group`, for an unknown backend, and (without the `mpi` or `cuda` feature) for
-//! MPI and NCCL.
+//! `init_process_group`, for an unknown backend, and (without the `gloo`, `mpi` or `cuda`
+//! feature) for Gloo, MPI and NCCL.
 
 use aten::Tensor;
 use distributed::{self as dist, ReduceOp};
@@ -16,8 +16,15 @@ fn errors_before_and_without_a_backend() {
     assert!(dist::destroy_process_group().is_err());
     let err = dist::init_process_group("carrier-pigeon").unwrap_err().to_string();
     assert!(err.contains("Invalid backend: 'carrier-pigeon'"), "{err}");
+    let err = dist::init_process_group("ucc").unwrap_err().to_string();
+    assert!(err.contains("the ucc backend is not available"), "{err}");
     let err = dist::init_process_group("gloo").unwrap_err().to_string();
-    assert!(err.contains("the gloo backend is not available"), "{err}");
+    if dist::is_gloo_available() {
+        // Built in: env:// needs torchrun's variables.
+        assert!(err.contains("environment variable RANK expected"), "{err}");
+    } else {
+        assert!(err.contains("doesn't have Gloo built in"), "{err}");
+    }
     if !dist::is_nccl_available() {
         let err = dist::init_process_group("nccl").unwrap_err().to_string();
         assert!(err.contains("doesn't have NCCL built in"), "{err}");

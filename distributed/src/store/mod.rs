@@ -24,7 +24,7 @@ mod prefix;
 mod tcp;
 
 use std::collections::HashMap;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 pub use c10::{Error, Result};
@@ -63,6 +63,13 @@ pub trait Store: Send + Sync {
     /// Appends `value` to the value of `key` (a missing key starts empty), waking everyone
     /// waiting for it.
     fn append(&self, key: &str, value: &[u8]) -> Result<()>;
+
+    /// A store with the same keys through a connection of its own (PyTorch's `Store.clone()`),
+    /// so that a thread can use it while another blocks in this one; `None` when the store's
+    /// operations do not hold each other up (or it cannot open another connection).
+    fn clone_store(&self) -> Result<Option<Arc<dyn Store>>> {
+        Ok(None)
+    }
 
     /// Waits until every key exists, at most the store's timeout.
     fn wait(&self, keys: &[&str]) -> Result<()> {

@@ -75,4 +75,7 @@ impl Store for PrefixStore {
     fn set_timeout(&self, timeout: Duration) {
         self.inner.set_timeout(timeout)
     }
+    fn clone_store(&self) -> Result<Option<Arc<dyn Store>>> {
+        Ok(self.inner.clone_store()?.map(|inner| Arc::new(PrefixStore::new(&self.prefix, inner)) as Arc<dyn Store>))
+    }
 }

@@ -1,9 +1,11 @@
 //! `cargo xtask bench W8`: the distributed workloads, which need several processes. Ours run
-//! under `mpirun -np 2` (`distributed/examples/w8.rs`, built here with the `mpi` feature),
-//! PyTorch's under its own launcher on the gloo backend (`bench/pytorch_distributed.py`), and
-//! the engine alone (Open MPI's all-reduce without our process group) under `mpirun` too.
-//! Each round runs the three one after the other, never at the same time, each a launch of
-//! its own; a row shows each side's fastest launch (Note [W8 launch modes]).
+//! under `mpirun -np 2` on MPI and under our `launch` binary on Gloo
+//! (`distributed/examples/w8.rs`, built here with the `mpi` and `gloo` features), PyTorch's
+//! under its own launcher on the gloo backend (`bench/pytorch_distributed.py`), and the engine
+//! alone (Open MPI's all-reduce without our process group) under `mpirun` too. Each round runs
+//! them one after the other, never at the same time, each a launch of its own; a row shows
+//! each side's fastest launch (Note [W8 launch modes]). The `W8.gloo_*` rows compare ours on
+//! Gloo with PyTorch on Gloo (the same PyTorch measurement as the MPI rows').
 //!
 //! Note [W8 launch modes]: on the 2-core VM of BENCHMARKS.md, a launch of two ranks lands in
 //! one of two speed modes and keeps it for its whole life: a 1 MB all-reduce then takes about
@@ -23,6 +25,7 @@ use std::process::{Command, ExitCode};
 /// Every rank prints one `{"id", "median_s", "iters"}` line per workload on rank 0.
 fn parse(out: &str) -> BTreeMap<String, f64> {
     out.lines()
+        .map(|l| if l.starts_with("[rank ") { l.split_once("] ").map_or(l, |(_, rest)| rest) } else { l })
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
         .filter_map(|v| Some((v.get("id")?.as_str()?.to_string(), v.get("median_s")?.as_f64()?)))
         .collect()
@@ -77,12 +80,13 @@ pub fn run(root: &Path, time: f64, rounds: usize, no_pytorch: bool) -> Result<Ex
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--quiet", "--release", "-p", "distributed", "--features", "mpi", "--example", "w8"])
+        .args(["build", "--quiet", "--release", "-p", "distributed", "--features", "mpi,gloo", "--example", "w8"])
+        .args(["--bin", "launch"])
         .current_dir(root)
         .status()
         .map_err(|e| format!("building the W8 ranks: {e}"))?;
     if !status.success() {
-        return Err("building distributed/examples/w8.rs with the mpi feature failed".into());
+        return Err("building distributed/examples/w8.rs with the mpi and gloo features failed".into());
     }
     // From bench/, so that the workspace's `torch/` directory does not shadow the package.
     let bench_dir = root.join("bench");
@@ -106,6 +110,14 @@ pub fn run(root: &Path, time: f64, rounds: usize, no_pytorch: bool) -> Result<Ex
     for round in 0..rounds {
         eprintln!("W8 round {}/{rounds}: ours, PyTorch, Open MPI alone", round + 1);
         push(&mut ours, run_ranks(&mut mpirun(root, &[], per_round), "mpirun w8")?);
+        let mut gloo = Command::new(root.join("target/release/launch"));
+        gloo.args(["--nproc-per-node", "2", "--master-port", "29517"])
+            .arg(root.join("target/release/examples/w8"))
+            .args(["--backend", "gloo", "--time", &per_round.to_string()])
+            .current_dir(root);
+        // The launcher prefixes every line with `[rank N] `.
+        let got = run_ranks(&mut gloo, "launch w8 --backend gloo")?;
+        push(&mut ours, got);
         if torch {
             let mut py = Command::new("python3");
             py.args(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "pytorch_distributed.py"])
@@ -119,7 +131,9 @@ pub fn run(root: &Path, time: f64, rounds: usize, no_pytorch: bool) -> Result<Ex
     println!("|---|---|---|---|---|---|");
     for (id, v) in &ours {
         let o = fastest(v);
-        let t = theirs.get(id).and_then(|v| fastest(v));
+        // PyTorch runs on Gloo: the reference of the MPI rows and of the Gloo rows alike.
+        let reference = id.replace("W8.gloo_", "W8.").replace("W8.ddp_step", "W8.ddp_mlp_step");
+        let t = theirs.get(&reference).and_then(|v| fastest(v));
         let e = engine.get(&format!("{id}.openmpi")).and_then(|v| fastest(v));
         let ratio = o.zip(t).map_or("n/a".into(), |(o, t)| format!("{:.2}", o / t));
         let overhead = o.zip(e).map_or("".into(), |(o, e)| format!("{:+.1}%", 100.0 * (o / e - 1.0)));
@@ -133,7 +147,7 @@ pub fn run(root: &Path, time: f64, rounds: usize, no_pytorch: bool) -> Result<Ex
         println!(
             "{id} launches, fastest – slowest: ours {}, PyTorch {}, Open MPI alone {}",
             spread(Some(v)),
-            spread(theirs.get(id)),
+            spread(theirs.get(&id.replace("W8.gloo_", "W8.").replace("W8.ddp_step", "W8.ddp_mlp_step"))),
             spread(engine.get(&format!("{id}.openmpi")))
         );
     }

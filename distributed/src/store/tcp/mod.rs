@@ -23,7 +23,7 @@ mod server;
 
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::{timeout_error, Error, Result, Store, TimeoutCell, DEFAULT_STORE_TIMEOUT};
@@ -351,6 +351,15 @@ impl Store for TcpStore {
         let mut req = Encoder::new(query::SET);
         req.bytes(wire_key(key).as_bytes()).bytes(value);
         self.send(&req)
+    }
+    fn clone_store(&self) -> Result<Option<Arc<dyn Store>>> {
+        let options = TcpStoreOptions {
+            is_master: false,
+            world_size: None,
+            timeout: self.timeout.get(),
+            wait_for_workers: false,
+        };
+        Ok(Some(Arc::new(TcpStore::new(&self.host, self.addr.port(), options)?)))
     }
     fn get(&self, key: &str) -> Result<Vec<u8>> {
         self.wait_for("get", &[key], self.timeout())?;
