@@ -58,7 +58,7 @@ fn launch_status(np: usize, rank_test: &str, limit: Duration) -> (bool, String, 
 
 /// Runs `rank_test` on `np` ranks and checks that every rank ran it to the end.
 fn launch(np: usize, rank_test: &str) {
-    let (ok, out, finished) = launch_status(np, rank_test, Duration::from_secs(300));
+    let (ok, out, finished) = launch_status(np, rank_test, Duration::from_secs(120));
     assert!(ok, "{rank_test} on {np} ranks failed:\n{out}");
     assert_eq!(finished, np, "expected {np} ranks to finish {rank_test}:\n{out}");
 }

@@ -362,7 +362,12 @@ pub fn groups_and_errors() {
         let err = dist::init_process_group_with(InitOptions::new("mpi").world_size(3)).unwrap_err();
         assert!(err.to_string().contains("mpirun"), "{err}");
     }
-    assert!(dist::init_process_group("nccl").is_err());
+    // NCCL is refused: not built in, or (with `cuda`) no GPU on the emulated device. Under our
+    // launcher env:// would first rendezvous for real, at the port this job's store still
+    // serves (the group `g` keeps it), so only where that cannot happen.
+    if backend() == "mpi" || !dist::is_nccl_available() {
+        assert!(dist::init_process_group("nccl").is_err());
+    }
     assert!(dist::get_rank().unwrap_err().to_string().contains("has not been initialized"));
     done(rank);
 }
