@@ -8,7 +8,7 @@
 //!   (ReLU), batch 128 per rank: zero_grad, forward, cross entropy, backward (with the
 //!   gradient all-reduce), SGD momentum 0.9 step.
 //!
-//! On Gloo the ids are `W8.gloo_allreduce_1M`, `W8.gloo_allreduce_64M` and `W8.gloo_ddp_step`.
+//! On Gloo the ids are `W8.gloo_allreduce_1M`, `W8.gloo_allreduce_64M` and `W8.gloo_ddp_mlp_step`.
 //! With `--raw`, the two all-reduces go to Open MPI directly (rsmpi's `all_reduce_into` on the
 //! world communicator, no process group), which is the engine's own cost. Rank 0 prints one
 //! JSON line per workload: `{"id": ..., "median_s": ..., "iters": ...}`. Every rank runs one
@@ -53,7 +53,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn report(rank: usize, id: &str, times: Vec<f64>) {
     if rank == 0 {
         let id = match dist::get_backend() {
-            Ok("gloo") => id.replace("W8.", "W8.gloo_").replace("ddp_mlp_step", "ddp_step"),
+            Ok("gloo") => id.replace("W8.", "W8.gloo_"),
             _ => id.to_string(),
         };
         let n = times.len();

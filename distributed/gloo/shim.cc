@@ -23,7 +23,6 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/scatter.h>
 #include <gloo/transport/tcp/device.h>
-#include <gloo/types.h>
 
 struct gloo_shim_context {
   std::shared_ptr<gloo::rendezvous::Context> ctx;
@@ -349,11 +348,6 @@ int gloo_shim_wait_recv(gloo_shim_buffer* b, int* src, int64_t timeout_ms, char*
     return GLOO_SHIM_ERROR;
   }
   return rc;
-}
-
-uint64_t gloo_shim_p2p_slot(uint32_t tag) {
-  // Gloo's collectives use the prefixes 0x01..0x08 (gloo/types.h).
-  return static_cast<uint64_t>(gloo::Slot::build(0x7f, tag));
 }
 
 }  // extern "C"

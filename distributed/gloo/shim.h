@@ -90,8 +90,6 @@ int gloo_shim_wait_send(gloo_shim_buffer* buf, int64_t timeout_ms, char* err, si
 /* `*src` is the rank the message came from. */
 int gloo_shim_wait_recv(gloo_shim_buffer* buf, int* src, int64_t timeout_ms, char* err,
                         size_t errlen);
-/* The slot of point-to-point messages with `tag` (Gloo's collectives use other prefixes). */
-uint64_t gloo_shim_p2p_slot(uint32_t tag);
 
 #ifdef __cplusplus
 }

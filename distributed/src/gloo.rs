@@ -262,15 +262,28 @@ fn store_status(r: std::thread::Result<Result<()>>, err: *mut c_char, errlen: us
 }
 
 /// # Safety
-/// `user` is the `&dyn Store` that [`connect`] passed; `key` has `keylen` bytes.
-unsafe fn store_key<'a>(user: *mut c_void, key: *const c_char, keylen: usize) -> (&'a dyn Store, String) {
+/// `user` is the `&dyn Store` that [`connect`] passed.
+unsafe fn user_store<'a>(user: *mut c_void) -> &'a dyn Store {
     // SAFETY: as the function's contract says.
-    unsafe {
-        let store = *(user as *const &dyn Store);
-        let key: &[u8] = if keylen == 0 { &[] } else { std::slice::from_raw_parts(key as *const u8, keylen) };
-        let key = String::from_utf8_lossy(key).into_owned();
-        (store, key)
+    unsafe { *(user as *const &dyn Store) }
+}
+
+/// # Safety
+/// `ptr` has `len` bytes (or `len` is 0).
+unsafe fn bytes<'a>(ptr: *const c_char, len: usize) -> &'a [u8] {
+    // SAFETY: as the function's contract says; an empty run may come as a null pointer.
+    if len == 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
     }
+}
+
+/// # Safety
+/// As [`bytes`].
+unsafe fn key_of(ptr: *const c_char, len: usize) -> String {
+    // SAFETY: as the function's contract says.
+    String::from_utf8_lossy(unsafe { bytes(ptr, len) }).into_owned()
 }
 
 unsafe extern "C" fn store_set(
@@ -284,9 +297,7 @@ unsafe extern "C" fn store_set(
 ) -> c_int {
     let r = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the shim passes the user pointer of `connect`, and key/data of the given lengths.
-        let (store, key) = unsafe { store_key(user, key, keylen) };
-        // SAFETY: data has len bytes (the shim's contract); an empty value may be null.
-        let value: &[u8] = if len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(data as *const u8, len) } };
+        let (store, key, value) = unsafe { (user_store(user), key_of(key, keylen), bytes(data, len)) };
         store.set(&key, value)
     }));
     store_status(r, err, errlen)
@@ -303,7 +314,7 @@ unsafe extern "C" fn store_get(
 ) -> c_int {
     let r = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: as in store_set.
-        let (store, key) = unsafe { store_key(user, key, keylen) };
+        let (store, key) = unsafe { (user_store(user), key_of(key, keylen)) };
         let value = store.get(&key)?;
         if let Some(f) = sinkfn {
             // SAFETY: the shim's sink copies `value` before returning.
@@ -324,15 +335,9 @@ unsafe extern "C" fn store_wait(
     errlen: usize,
 ) -> c_int {
     let r = catch_unwind(AssertUnwindSafe(|| {
-        let mut names = Vec::with_capacity(nkeys);
-        let mut store = None;
-        for i in 0..nkeys {
-            // SAFETY: the shim passes nkeys keys with their lengths.
-            let (s, k) = unsafe { store_key(user, *keys.add(i), *keylens.add(i)) };
-            store = Some(s);
-            names.push(k);
-        }
-        let Some(store) = store else { return Ok(()) };
+        // SAFETY: the shim passes the user pointer of `connect` and nkeys keys with their lengths.
+        let store = unsafe { user_store(user) };
+        let names: Vec<String> = (0..nkeys).map(|i| unsafe { key_of(*keys.add(i), *keylens.add(i)) }).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         store.wait_timeout(&refs, Duration::from_millis(timeout_ms.max(1) as u64))
     }));
@@ -359,56 +364,61 @@ impl Drop for Context {
     }
 }
 
-/// Where the TCP device binds: `GLOO_SOCKET_IFNAME`'s interface, else this host's name when it
-/// resolves, else the loopback address.
-fn device_address() -> (Option<String>, Option<String>) {
+/// Where a TCP device binds.
+enum Device {
+    Interface(String),
+    Host(String),
+}
+
+/// `GLOO_SOCKET_IFNAME`'s interface, else this host's name when it resolves, else the loopback
+/// address.
+fn device_address() -> Device {
     if let Ok(iface) = std::env::var("GLOO_SOCKET_IFNAME") {
         if !iface.is_empty() {
             // PyTorch takes a comma-separated list and uses one device per entry; one here.
-            return (None, Some(iface.split(',').next().unwrap_or_default().to_string()));
+            return Device::Interface(iface.split(',').next().unwrap_or_default().to_string());
         }
     }
     let host = host_name();
     let resolves = !host.is_empty()
         && std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), 0)).is_ok_and(|mut a| a.next().is_some());
-    (Some(if resolves { host } else { "127.0.0.1".into() }), None)
+    Device::Host(if resolves { host } else { "127.0.0.1".into() })
 }
 
 /// Connects `rank` of `size` ranks through `store` (every rank calls it with the same store).
 fn connect(store: &dyn Store, rank: usize, size: usize, timeout: Duration) -> Result<Context> {
     let name = "init_process_group";
-    let (host, iface) = device_address();
-    let attempt = |host: Option<&str>, iface: Option<&str>| -> Result<Context> {
-        let to_c = |s: Option<&str>| s.map(|s| CString::new(s).map_err(|_| dist_error(name, "a NUL in an address")));
-        let (host, iface) = (to_c(host).transpose()?, to_c(iface).transpose()?);
-        let user: &&dyn Store = &store;
-        let vtable = ffi::gloo_shim_store {
-            user: user as *const &dyn Store as *mut c_void,
-            set: Some(store_set),
-            get: Some(store_get),
-            wait: Some(store_wait),
-        };
-        let mut raw = std::ptr::null_mut();
-        call(name, |err, len| {
-            // SAFETY: the vtable's user pointer outlives the call (connecting happens inside it);
-            // the strings are NUL-terminated or null.
-            unsafe {
-                ffi::gloo_shim_connect(
-                    &vtable,
-                    rank as c_int,
-                    size as c_int,
-                    host.as_ref().map_or(std::ptr::null(), |h| h.as_ptr()),
-                    iface.as_ref().map_or(std::ptr::null(), |i| i.as_ptr()),
-                    millis(timeout),
-                    &mut raw,
-                    err,
-                    len,
-                )
-            }
-        })?;
-        NonNull::new(raw).map(|raw| Context { raw }).ok_or_else(|| dist_error(name, "Gloo returned no context"))
+    let to_c = |s: String| CString::new(s).map_err(|_| dist_error(name, "a NUL in an address"));
+    let (host, iface) = match device_address() {
+        Device::Interface(i) => (None, Some(to_c(i)?)),
+        Device::Host(h) => (Some(to_c(h)?), None),
     };
-    attempt(host.as_deref(), iface.as_deref())
+    let user: &&dyn Store = &store;
+    let vtable = ffi::gloo_shim_store {
+        user: user as *const &dyn Store as *mut c_void,
+        set: Some(store_set),
+        get: Some(store_get),
+        wait: Some(store_wait),
+    };
+    let mut raw = std::ptr::null_mut();
+    call(name, |err, len| {
+        // SAFETY: the vtable's user pointer outlives the call (connecting happens inside it);
+        // the strings are NUL-terminated or null.
+        unsafe {
+            ffi::gloo_shim_connect(
+                &vtable,
+                rank as c_int,
+                size as c_int,
+                host.as_ref().map_or(std::ptr::null(), |h| h.as_ptr()),
+                iface.as_ref().map_or(std::ptr::null(), |i| i.as_ptr()),
+                millis(timeout),
+                &mut raw,
+                err,
+                len,
+            )
+        }
+    })?;
+    NonNull::new(raw).map(|raw| Context { raw }).ok_or_else(|| dist_error(name, "Gloo returned no context"))
 }
 
 // ---- liveness (Note [Noticing a dead rank]) -----------------------------------------------------
@@ -493,6 +503,8 @@ impl Liveness {
     /// the other ranks through the store (the first rank to notice names the failure for all).
     fn fail(&self, why: String, publish: bool) {
         if publish && self.verdict().is_none() {
+            // Best effort: a store that cannot take it (its rank died) leaves each rank to its
+            // own verdict, which this one still records below.
             let _ = self.store.set(FAILURE_KEY, why.as_bytes());
         }
         {
@@ -760,13 +772,15 @@ impl Run<'_> {
         if let Some(desc) = describe_collective(c) {
             let all = self.allgather_i64(name, &desc)?;
             check_agreement(name, &all, &desc)?;
+            // Every rank agreed on an empty buffer: nothing to move (Gloo wants bytes).
+            if desc[2] == 0 && !matches!(c, Collective::Barrier | Collective::AllToAll { .. }) {
+                return Ok(());
+            }
         }
         let (raw, tag, ms) = (self.raw(), self.tag, millis(self.timeout));
         match c {
             Collective::AllReduce { buf, op } => {
-                if buf.numel() > 0 {
-                    self.allreduce(name, buf, *op)?;
-                }
+                self.allreduce(name, buf, *op)?;
                 if *op == ReduceOp::Avg {
                     divide(buf, self.size);
                 }
@@ -819,9 +833,7 @@ impl Run<'_> {
             })?,
             Collective::ReduceScatter { input, output, op } => {
                 let all = aten::ops::clone(input, None)?;
-                if all.numel() > 0 {
-                    self.allreduce(name, &all, *op)?;
-                }
+                self.allreduce(name, &all, *op)?;
                 let n = output.numel();
                 output.copy_(&all.narrow(0, self.rank as i64 * n, n)?).call()?;
                 if *op == ReduceOp::Avg {

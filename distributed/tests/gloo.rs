@@ -25,7 +25,7 @@ fn launch_status(np: usize, rank_test: &str, limit: Duration) -> (bool, String, 
     let dir = std::env::temp_dir().join(format!("torch-gloo-test-{}-{rank_test}-{np}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_launch"))
+    let child = Command::new(env!("CARGO_BIN_EXE_launch"))
         .args(["--nproc-per-node", &np.to_string(), "--master-port", &free_port().to_string()])
         .arg(std::env::current_exe().unwrap())
         .args([rank_test, "--exact", "--ignored", "--nocapture", "--test-threads", "1"])
@@ -36,24 +36,10 @@ fn launch_status(np: usize, rank_test: &str, limit: Duration) -> (bool, String, 
         .stderr(Stdio::piped())
         .spawn()
         .expect("the launch binary");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{rank_test} on {np} ranks did not end within {limit:?}:\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (ok, text) = ranks::finish(child, &format!("{rank_test} on {np} ranks"), limit);
     let finished = (0..np).filter(|r| dir.join(format!("rank{r}")).exists()).count();
     std::fs::remove_dir_all(&dir).ok();
-    (out.status.success(), text, finished)
+    (ok, text, finished)
 }
 
 /// Runs `rank_test` on `np` ranks and checks that every rank ran it to the end.

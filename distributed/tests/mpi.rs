@@ -8,7 +8,7 @@
 mod ranks;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aten::Tensor;
 use distributed::{self as dist, ReduceOp};
@@ -30,7 +30,7 @@ fn mpirun(np: usize, rank_test: &str) {
 /// mpirun does not end within `limit`.
 fn mpirun_status(np: usize, rank_test: &str, dir: &std::path::Path, limit: Duration) -> (bool, String) {
     let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new("mpirun")
+    let child = Command::new("mpirun")
         .args(["-np", &np.to_string(), "--oversubscribe", "--bind-to", "none"])
         .arg(exe)
         .args([rank_test, "--exact", "--ignored", "--nocapture", "--test-threads", "1"])
@@ -46,25 +46,7 @@ fn mpirun_status(np: usize, rank_test: &str, dir: &std::path::Path, limit: Durat
         .stderr(Stdio::piped())
         .spawn()
         .expect("mpirun is needed for the MPI tests (Debian: openmpi-bin)");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "mpirun {rank_test} did not end within {limit:?}:\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), text)
+    ranks::finish(child, &format!("mpirun {rank_test}"), limit)
 }
 
 // ---- the mpirun launches -------------------------------------------------------------------

@@ -3,11 +3,36 @@
 //! body of one rank; the launching test checks that every rank reached [`done`].
 #![allow(dead_code)]
 
+use std::process::Child;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use aten::Tensor;
 use c10::{Error, ScalarType};
 use distributed::{self as dist, InitOptions, ReduceOp};
+
+/// Waits for a launcher (`mpirun`, `launch`) started with piped output: whether it succeeded
+/// and what it printed (read while it runs, so a full pipe never stalls it). Kills it and fails
+/// the test if it runs past `limit`.
+pub fn finish(child: Child, what: &str, limit: Duration) -> (bool, String) {
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let (out, late) = match rx.recv_timeout(limit) {
+        Ok(out) => (out, false),
+        Err(_) => {
+            // SAFETY: signals the launcher this test started, which has not been waited for.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            (rx.recv().expect("the waiting thread sends once"), true)
+        }
+    };
+    let out = out.expect("waiting for the launcher");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!late, "{what} did not end within {limit:?}:\n{text}");
+    (out.status.success(), text)
+}
 
 /// Called by a rank at the end of its test.
 pub fn done(rank: usize) {
@@ -188,6 +213,14 @@ pub fn collectives() {
             assert_eq!(values(o), values(&fill(rank + j + 1, 10 * j + rank)), "{}", ctx("all_to_all"));
         }
     }
+    // Empty buffers: every rank agrees and nothing moves.
+    let empty = Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap();
+    dist::all_reduce(&empty, ReduceOp::Sum).unwrap();
+    dist::broadcast(&empty, 0).unwrap();
+    let gathered = Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap();
+    dist::all_gather_into_tensor(&gathered, &empty).unwrap();
+    dist::reduce_scatter_tensor(&empty, &gathered, ReduceOp::Sum).unwrap();
+    assert_eq!((empty.sizes(), gathered.sizes()), (&[0i64][..], &[0i64][..]));
     // A large all_reduce: the result is exact.
     let m = 1 << 20;
     let t = Tensor::from_vec(vec![(rank + 1) as f32; m], &[m as i64]).unwrap();

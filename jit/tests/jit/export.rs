@@ -184,13 +184,7 @@ fn bad_programs_are_errors_naming_the_file_and_the_cause() {
 fn a_thousand_corrupted_programs_never_panic() {
     let dir = std::env::temp_dir().join(format!("jit-pt2-damaged-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = crate::xorshift(0x2545_f491_4f6c_dd1du64);
     let good = std::fs::read(models().join("e_bn_train.pt2")).unwrap();
     let path = dir.join("damaged.pt2");
     let (mut ok, mut failed) = (0, 0);

@@ -334,13 +334,7 @@ fn deeply_nested_graph_text_is_an_error_not_a_stack_overflow() {
 fn damaged_archives_never_panic() {
     let dir = std::env::temp_dir().join(format!("jit-damaged-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15u64);
     let (mut ok, mut failed) = (0, 0);
     // 1,000 seeded corruptions: traced archives and scripted ones (control flow in `code/`).
     for name in ["mlp", "sequential", "mha", "s_greedy", "s_while_break"] {

@@ -12,6 +12,17 @@ mod trace;
 
 use aten::Tensor;
 
+/// A seeded xorshift64 sequence (the corruption tests' fixed pseudo-random bytes).
+pub fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// A seeded normal tensor.
 pub fn randn(shape: &[i64], seed: u64) -> Tensor {
     aten::manual_seed(seed);

@@ -52,6 +52,12 @@ fn mpirun(root: &Path, extra: &[&str], time: f64) -> Command {
     c
 }
 
+/// PyTorch's row for our row `id`: PyTorch runs on Gloo, the reference of the MPI rows
+/// (`W8.allreduce_1M`) and of the Gloo rows (`W8.gloo_allreduce_1M`) alike.
+fn reference(id: &str) -> String {
+    id.replace("W8.gloo_", "W8.")
+}
+
 /// Launches per side at least (Note [W8 launch modes]).
 const MIN_LAUNCHES: usize = 6;
 
@@ -111,13 +117,13 @@ pub fn run(root: &Path, time: f64, rounds: usize, no_pytorch: bool) -> Result<Ex
         eprintln!("W8 round {}/{rounds}: ours, PyTorch, Open MPI alone", round + 1);
         push(&mut ours, run_ranks(&mut mpirun(root, &[], per_round), "mpirun w8")?);
         let mut gloo = Command::new(root.join("target/release/launch"));
-        gloo.args(["--nproc-per-node", "2", "--master-port", "29517"])
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_or(29517, |a| a.port());
+        gloo.args(["--nproc-per-node", "2", "--master-port", &port.to_string()])
             .arg(root.join("target/release/examples/w8"))
             .args(["--backend", "gloo", "--time", &per_round.to_string()])
             .current_dir(root);
-        // The launcher prefixes every line with `[rank N] `.
-        let got = run_ranks(&mut gloo, "launch w8 --backend gloo")?;
-        push(&mut ours, got);
+        // The launcher prefixes every line with `[rank N] ` (`parse` drops it).
+        push(&mut ours, run_ranks(&mut gloo, "launch w8 --backend gloo")?);
         if torch {
             let mut py = Command::new("python3");
             py.args(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "pytorch_distributed.py"])
@@ -131,9 +137,7 @@ pub fn run(root: &Path, time: f64, rounds: usize, no_pytorch: bool) -> Result<Ex
     println!("|---|---|---|---|---|---|");
     for (id, v) in &ours {
         let o = fastest(v);
-        // PyTorch runs on Gloo: the reference of the MPI rows and of the Gloo rows alike.
-        let reference = id.replace("W8.gloo_", "W8.").replace("W8.ddp_step", "W8.ddp_mlp_step");
-        let t = theirs.get(&reference).and_then(|v| fastest(v));
+        let t = theirs.get(&reference(id)).and_then(|v| fastest(v));
         let e = engine.get(&format!("{id}.openmpi")).and_then(|v| fastest(v));
         let ratio = o.zip(t).map_or("n/a".into(), |(o, t)| format!("{:.2}", o / t));
         let overhead = o.zip(e).map_or("".into(), |(o, e)| format!("{:+.1}%", 100.0 * (o / e - 1.0)));
@@ -147,7 +151,7 @@ pub fn run(root: &Path, time: f64, rounds: usize, no_pytorch: bool) -> Result<Ex
         println!(
             "{id} launches, fastest – slowest: ours {}, PyTorch {}, Open MPI alone {}",
             spread(Some(v)),
-            spread(theirs.get(&id.replace("W8.gloo_", "W8.").replace("W8.ddp_step", "W8.ddp_mlp_step"))),
+            spread(theirs.get(&reference(id))),
             spread(engine.get(&format!("{id}.openmpi")))
         );
     }
