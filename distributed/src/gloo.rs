@@ -271,12 +271,12 @@ unsafe fn user_store<'a>(user: *mut c_void) -> &'a dyn Store {
 /// # Safety
 /// `ptr` has `len` bytes (or `len` is 0).
 unsafe fn bytes<'a>(ptr: *const c_char, len: usize) -> &'a [u8] {
-    // SAFETY: as the function's contract says; an empty run may come as a null pointer.
     if len == 0 {
-        &[]
-    } else {
-        unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
+        // An empty run may come as a null pointer.
+        return &[];
     }
+    // SAFETY: as the function's contract says.
+    unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
 }
 
 /// # Safety
@@ -337,7 +337,10 @@ unsafe extern "C" fn store_wait(
     let r = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the shim passes the user pointer of `connect` and nkeys keys with their lengths.
         let store = unsafe { user_store(user) };
-        let names: Vec<String> = (0..nkeys).map(|i| unsafe { key_of(*keys.add(i), *keylens.add(i)) }).collect();
+        let names: Vec<String> = (0..nkeys)
+            // SAFETY: as above, i < nkeys.
+            .map(|i| unsafe { key_of(*keys.add(i), *keylens.add(i)) })
+            .collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         store.wait_timeout(&refs, Duration::from_millis(timeout_ms.max(1) as u64))
     }));
