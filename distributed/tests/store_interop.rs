@@ -31,14 +31,22 @@ fn python(port: u16, master: bool, libuv: bool) -> Child {
         .args(["--libuv", &(libuv as u8).to_string()])
         // Not the repository root: its `torch/` crate folder would shadow the torch package.
         .current_dir(std::env::temp_dir())
+        // Closed by `finished` when our side has no more requests (see below).
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {python}: {e}"))
 }
 
-/// Waits for the PyTorch side (at most 120 s) and fails with its output unless it passed.
+/// Tells the PyTorch side that our stores are done (the end of its stdin), waits for it (at most
+/// 120 s) and fails with its output unless it passed.
+///
+/// A PyTorch master must serve until then, not merely until `rs/done` is set: our `set` is
+/// followed by a `PING` whose echo it reads (Note [TcpStore client]), and a master that exited
+/// on seeing the key reset that connection before the echo ("Connection reset by peer").
 fn finished(mut child: Child) {
+    drop(child.stdin.take());
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > Duration::from_secs(120) {
