@@ -18,6 +18,23 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Starts the launcher (with `flags`) on `np` ranks of the ignored test `rank_test`, with `dir`
+/// for the ranks' files.
+fn launcher(np: usize, flags: &[&str], rank_test: &str, dir: &std::path::Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_launch"))
+        .args(["--nproc-per-node", &np.to_string(), "--master-port", &free_port().to_string()])
+        .args(flags)
+        .arg(std::env::current_exe().unwrap())
+        .args([rank_test, "--exact", "--ignored", "--nocapture", "--test-threads", "1"])
+        .env("TORCH_DIST_TEST_RANKS", np.to_string())
+        .env("TORCH_DIST_TEST_BACKEND", "gloo")
+        .env("TORCH_DIST_TEST_DIR", dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the launch binary")
+}
+
 /// Runs the ignored test `rank_test` on `np` ranks under the launcher; whether the job
 /// succeeded, its output, and how many ranks reached [`ranks::done`]. Fails the test if the
 /// job does not end within `limit`.
@@ -25,17 +42,7 @@ fn launch_status(np: usize, rank_test: &str, limit: Duration) -> (bool, String, 
     let dir = std::env::temp_dir().join(format!("torch-gloo-test-{}-{rank_test}-{np}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_launch"))
-        .args(["--nproc-per-node", &np.to_string(), "--master-port", &free_port().to_string()])
-        .arg(std::env::current_exe().unwrap())
-        .args([rank_test, "--exact", "--ignored", "--nocapture", "--test-threads", "1"])
-        .env("TORCH_DIST_TEST_RANKS", np.to_string())
-        .env("TORCH_DIST_TEST_BACKEND", "gloo")
-        .env("TORCH_DIST_TEST_DIR", &dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the launch binary");
+    let child = launcher(np, &[], rank_test, &dir);
     let (ok, text) = ranks::finish(child, &format!("{rank_test} on {np} ranks"), limit);
     let finished = (0..np).filter(|r| dir.join(format!("rank{r}")).exists()).count();
     std::fs::remove_dir_all(&dir).ok();
@@ -79,6 +86,16 @@ fn a_rank_that_does_not_arrive_is_a_timeout() {
 #[test]
 fn ddp_matches_one_process_on_2_ranks() {
     launch(2, "rank_ddp");
+}
+
+#[test]
+fn ddp_comm_hooks_on_2_ranks() {
+    launch(2, "rank_comm_hooks");
+}
+
+#[test]
+fn ddp_powersgd_matches_pytorch_on_2_ranks() {
+    launch(2, "rank_powersgd");
 }
 
 #[cfg(feature = "cuda")]
@@ -157,6 +174,34 @@ fn a_killed_rank_is_named_and_the_others_exit_within_10_s() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The acceptance run of `--max-restarts`: one of 4 ranks is killed (SIGKILL) in the middle of
+/// an all-reduce loop that rank 0 checkpoints after every step; the others notice (Note
+/// [Noticing a dead rank]) and fail, the launcher restarts every rank, and the job finishes
+/// from the checkpoint with the sum of one uninterrupted run.
+#[test]
+fn max_restarts_resumes_a_killed_job_from_its_checkpoint() {
+    let dir = std::env::temp_dir().join(format!("torch-gloo-test-{}-restart", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let start = Instant::now();
+    let child = launcher(4, &["--max-restarts", "1"], "rank_checkpointed_loop", &dir);
+    let (ok, out) = ranks::finish(child, "the checkpointed loop on 4 ranks", Duration::from_secs(120));
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(ok, "{out}");
+    assert!(out.contains("launch: rank 2 failed with signal 9"), "{out}");
+    assert!(out.contains("restarting the workers (restart 1 of 1)"), "{out}");
+    // Steps 0..10 of sum over ranks of (rank + 1 + step): 10 + 4 step each, 280 in all; the
+    // second attempt starts at step 5, where the first one was killed (at 4 if the launcher
+    // stopped rank 0 between step 4's all-reduce and its checkpoint, a window of microseconds).
+    // (The test harness's "test rank_checkpointed_loop ... " may start a rank's line.)
+    let said = |r: usize, what: &str| out.lines().any(|l| l.starts_with(&format!("[rank {r}] ")) && l.contains(what));
+    assert!(said(0, "resumed at step 5 of attempt 1") || said(0, "resumed at step 4 of attempt 1"), "{out}");
+    for r in 0..4 {
+        assert!(said(r, "finished: total 280 on attempt 1"), "{out}");
+    }
+    eprintln!("killed, restarted and finished in {:?}", start.elapsed());
+}
+
 /// With the `gloo` feature, a world of one process through a store: collectives work, and the
 /// default backend for CPU tensors is Gloo.
 #[test]
@@ -206,6 +251,18 @@ fn rank_ddp() {
     ranks::ddp();
 }
 
+#[test]
+#[ignore = "one rank of ddp_comm_hooks_on_2_ranks (started by the launcher)"]
+fn rank_comm_hooks() {
+    ranks::comm_hooks();
+}
+
+#[test]
+#[ignore = "one rank of ddp_powersgd_matches_pytorch_on_2_ranks (started by the launcher)"]
+fn rank_powersgd() {
+    ranks::powersgd();
+}
+
 #[cfg(feature = "cuda")]
 #[test]
 #[ignore = "one rank of cuda_tensors_are_staged_through_host_memory_on_2_ranks (started by the launcher)"]
@@ -233,4 +290,42 @@ fn rank_dead_peer() {
     };
     std::fs::write(dir.join(format!("error{rank}")), err.to_string()).unwrap();
     let _ = dist::destroy_process_group();
+}
+
+#[test]
+#[ignore = "one rank of max_restarts_resumes_a_killed_job_from_its_checkpoint (started by the launcher)"]
+fn rank_checkpointed_loop() {
+    let attempt: usize = std::env::var("TORCHELASTIC_RESTART_COUNT").unwrap().parse().unwrap();
+    let dir = std::path::PathBuf::from(std::env::var("TORCH_DIST_TEST_DIR").unwrap());
+    let (rank, _) = ranks::init();
+    // The checkpoint: the next step and the running total, written by rank 0 after each step
+    // (through a rename, so a reader never sees half of it).
+    let checkpoint = dir.join("checkpoint");
+    let (mut step, mut total) = match std::fs::read_to_string(&checkpoint) {
+        Ok(s) => {
+            let (a, b) = s.split_once(' ').unwrap();
+            (a.parse::<usize>().unwrap(), b.parse::<f64>().unwrap())
+        }
+        Err(_) => (0, 0.0),
+    };
+    if rank == 0 && attempt > 0 {
+        println!("resumed at step {step} of attempt {attempt}");
+    }
+    while step < 10 {
+        if attempt == 0 && rank == 2 && step == 5 {
+            // SAFETY: plain FFI call killing this process.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        }
+        let t = Tensor::from_vec(vec![(rank + 1 + step) as f64], &[1]).unwrap();
+        dist::all_reduce(&t, ReduceOp::Sum).unwrap();
+        total += t.to_vec::<f64>().unwrap()[0];
+        step += 1;
+        if rank == 0 {
+            let tmp = dir.join("checkpoint.tmp");
+            std::fs::write(&tmp, format!("{step} {total}")).unwrap();
+            std::fs::rename(&tmp, &checkpoint).unwrap();
+        }
+    }
+    println!("finished: total {total} on attempt {attempt}");
+    dist::destroy_process_group().unwrap();
 }
