@@ -30,15 +30,15 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use aten::Tensor;
 use autograd::TensorAutograd;
 use c10::{Device, Error, Result, ScalarType};
 use nn::{Forward, Module};
 
+use crate::comm_hooks::{CommFuture, CommHook, GradBucket};
 use crate::process_group::{ProcessGroup, ReduceOp};
-use crate::work::Work;
 
 /// PyTorch's `dist._DEFAULT_FIRST_BUCKET_BYTES`.
 pub const DEFAULT_FIRST_BUCKET_BYTES: usize = 1024 * 1024;
@@ -82,7 +82,8 @@ struct Bucket {
     offsets: Vec<i64>,
     buffer: Tensor,
     pending: usize,
-    work: Option<Work>,
+    /// The end of the bucket's communication, once started.
+    future: Option<CommFuture>,
 }
 
 struct State {
@@ -101,7 +102,8 @@ struct State {
 /// The end of an iteration's reduction, taken out of the reducer's state (see
 /// [`Reducer::take_pending`]).
 struct Pending {
-    works: Vec<Work>,
+    /// Each started bucket's future and buffer.
+    futures: Vec<(CommFuture, Tensor)>,
     locally_used: Vec<bool>,
     views: Vec<Tensor>,
 }
@@ -114,6 +116,8 @@ struct Reducer {
     find_unused: bool,
     as_view: bool,
     no_sync: AtomicBool,
+    /// The communication hook, when one is registered (Note [DDP comm hooks]).
+    hook: OnceLock<Box<dyn CommHook>>,
     state: Mutex<State>,
 }
 
@@ -187,7 +191,7 @@ impl Reducer {
         Self::check_finished(&st)?;
         for b in &mut st.buckets {
             b.pending = b.params.len();
-            b.work = None;
+            b.future = None;
         }
         st.next_bucket = 0;
         st.param_ready.iter_mut().for_each(|r| *r = false);
@@ -257,15 +261,34 @@ impl Reducer {
         Ok(())
     }
 
-    /// Starts, in bucket order, the all-reduces of the buckets whose gradients are all ready.
+    /// Starts, in bucket order, the all-reduces (or the hook's communication) of the buckets
+    /// whose gradients are all ready.
     fn launch_ready(&self, st: &mut State) -> Result<()> {
         while st.next_bucket < st.buckets.len() && st.buckets[st.next_bucket].pending == 0 {
             let b = st.next_bucket;
-            let work = self.group.all_reduce(&st.buckets[b].buffer, ReduceOp::Avg)?;
-            st.buckets[b].work = Some(work);
+            let future = match self.hook.get() {
+                None => {
+                    let buffer = st.buckets[b].buffer.clone();
+                    CommFuture::of_work(self.group.all_reduce(&buffer, ReduceOp::Avg)?, buffer)
+                }
+                Some(hook) => hook.run(&self.group, &self.grad_bucket(st, b)?)?,
+            };
+            st.buckets[b].future = Some(future);
             st.next_bucket += 1;
         }
         Ok(())
+    }
+
+    /// Bucket `b` as a communication hook sees it.
+    fn grad_bucket(&self, st: &State, b: usize) -> Result<GradBucket> {
+        let bucket = &st.buckets[b];
+        Ok(GradBucket {
+            index: b,
+            buffer: bucket.buffer.clone(),
+            gradients: bucket.params.iter().map(|&i| self.view(st, i)).collect::<Result<_>>()?,
+            parameters: bucket.params.iter().map(|&i| self.params[i].clone()).collect(),
+            is_last: b + 1 == st.buckets.len(),
+        })
     }
 
     /// Ends the iteration's bookkeeping under the lock and returns what [`Reducer::finalize`]
@@ -273,17 +296,27 @@ impl Reducer {
     /// parameter's view into its bucket.
     fn take_pending(&self, st: &mut State) -> Result<Pending> {
         st.expect_backward = false;
-        let works = st.buckets.iter_mut().filter_map(|b| b.work.take()).collect();
+        let futures = st.buckets.iter_mut().filter_map(|b| Some((b.future.take()?, b.buffer.clone()))).collect();
         let views = (0..self.params.len()).map(|i| self.view(st, i)).collect::<Result<_>>()?;
-        Ok(Pending { works, locally_used: st.locally_used.clone(), views })
+        Ok(Pending { futures, locally_used: st.locally_used.clone(), views })
     }
 
     /// Waits for every bucket and writes the averaged gradients into `.grad` (without the
     /// reducer's lock).
     fn finalize(&self, pending: Pending) -> Result<()> {
-        let Pending { works, locally_used, views } = pending;
-        for w in works {
-            w.wait()?;
+        let Pending { futures, locally_used, views } = pending;
+        for (future, buffer) in futures {
+            let reduced = future.wait()?;
+            if reduced.data_ptr() != buffer.data_ptr() {
+                if reduced.numel() != buffer.numel() {
+                    return Err(ddp_error(format!(
+                        "the communication hook's result has {} elements, but its bucket has {}",
+                        reduced.numel(),
+                        buffer.numel()
+                    )));
+                }
+                buffer.copy_(&reduced.reshape(&[-1])?).call()?;
+            }
         }
         let globally_used = if self.find_unused {
             let used: Vec<i32> = locally_used.iter().map(|&u| u as i32).collect();
@@ -407,7 +440,7 @@ impl<M: Module> DistributedDataParallel<M> {
             let p0 = &params[members[0]];
             let buffer = aten::ops::zeros(&[total], Some(p0.dtype()), None, Some(p0.device()), None)?;
             bucket_sizes.push(total as usize * p0.dtype().size());
-            buckets.push(Bucket { pending: members.len(), params: members, offsets, buffer, work: None });
+            buckets.push(Bucket { pending: members.len(), params: members, offsets, buffer, future: None });
         }
         let n = params.len();
         let reducer = Arc::new(Reducer {
@@ -417,6 +450,7 @@ impl<M: Module> DistributedDataParallel<M> {
             find_unused: options.find_unused_parameters,
             as_view: options.gradient_as_bucket_view,
             no_sync: AtomicBool::new(false),
+            hook: OnceLock::new(),
             state: Mutex::new(State {
                 buckets,
                 next_bucket: 0,
@@ -455,6 +489,17 @@ impl<M: Module> DistributedDataParallel<M> {
     /// The size in bytes of each gradient bucket, in the order they are reduced.
     pub fn bucket_sizes(&self) -> &[usize] {
         &self.bucket_sizes
+    }
+
+    /// Replaces the all-reduce of each gradient bucket with `hook` (PyTorch's
+    /// `register_comm_hook`; Note [DDP comm hooks]), e.g. with
+    /// [`fp16_compress_hook`](crate::comm_hooks::fp16_compress_hook). A second registration is
+    /// an error.
+    pub fn register_comm_hook(&self, hook: impl CommHook + 'static) -> Result<()> {
+        self.reducer
+            .hook
+            .set(Box::new(hook))
+            .map_err(|_| ddp_error("register_comm_hook or register_builtin_comm_hook can only be called once."))
     }
 
     /// Until the guard is dropped, backward passes do not synchronise: gradients accumulate

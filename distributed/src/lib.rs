@@ -12,12 +12,14 @@
 //!   `mpi` feature; start the ranks with `mpirun -np N`) and NCCL for CUDA tensors on GPUs (the
 //!   `cuda` feature).
 //! - [`DistributedDataParallel`]: gradients averaged over the ranks in buckets whose
-//!   all-reduces overlap the backward pass.
+//!   all-reduces overlap the backward pass, or a [`comm_hooks`] hook's communication
+//!   (half-precision compression).
 //! - The `launch` binary starts a job's ranks as `torchrun` does.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod api;
+pub mod comm_hooks;
 pub mod ddp;
 #[cfg(feature = "gloo")]
 mod gloo;
@@ -39,6 +41,7 @@ pub use api::{
     is_mpi_available, is_nccl_available, isend, new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor,
     scatter, send, InitOptions, DEFAULT_PG_TIMEOUT,
 };
+pub use comm_hooks::{CommFuture, CommHook, GradBucket};
 pub use ddp::{DdpOptions, DistributedDataParallel};
 pub use process_group::{ProcessGroup, ReduceOp};
 pub use store::{FileStore, HashStore, PrefixStore, Store, TcpStore, TcpStoreOptions, DEFAULT_STORE_TIMEOUT};

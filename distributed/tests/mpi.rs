@@ -129,9 +129,31 @@ fn ddp_matches_one_process_on_2_ranks() {
 }
 
 #[test]
+fn ddp_comm_hooks_on_2_ranks() {
+    mpirun(2, "rank_comm_hooks");
+}
+
+#[test]
+fn ddp_powersgd_matches_pytorch_on_2_ranks() {
+    mpirun(2, "rank_powersgd");
+}
+
+#[test]
 #[ignore = "one rank of ddp_matches_one_process_on_2_ranks (started by mpirun)"]
 fn rank_ddp() {
     ranks::ddp();
+}
+
+#[test]
+#[ignore = "one rank of ddp_comm_hooks_on_2_ranks (started by mpirun)"]
+fn rank_comm_hooks() {
+    ranks::comm_hooks();
+}
+
+#[test]
+#[ignore = "one rank of ddp_powersgd_matches_pytorch_on_2_ranks (started by mpirun)"]
+fn rank_powersgd() {
+    ranks::powersgd();
 }
 
 // ---- CUDA tensors through MPI ---------------------------------------------------------------

@@ -624,6 +624,195 @@ pub fn ddp() {
     done(rank);
 }
 
+// ---- DDP communication hooks --------------------------------------------------------------------
+
+/// Note [DDP comm hooks] on 2 ranks. A linear layer under `loss = sum(out * c)` has the
+/// gradients `c^T x` (weight) and `sum(c)` (bias) whatever its weights, so every rank knows
+/// both ranks' gradients and the exact result of each hook: the average; in float16 (bfloat16)
+/// each rank's gradient rounded, halved and summed in that precision.
+pub fn comm_hooks() {
+    use autograd::TensorAutograd;
+    use distributed::comm_hooks::{allreduce_hook, bf16_compress_hook, fp16_compress_hook};
+    use distributed::{CommFuture, DdpOptions, DistributedDataParallel, GradBucket, ProcessGroup};
+    aten::set_num_threads(1).unwrap();
+    let (rank, size) = init();
+    assert_eq!(size, 2);
+    // Inputs of 14 significant bits and small integer weights in the loss: every product and
+    // sum is exact in float32 (so however a kernel orders them), none fits in half precision.
+    let input = |r: usize| -> Tensor {
+        let v: Vec<f32> = (0..8).map(|i| ((r + 1) * (i + 1)) as f32 + (i + 1) as f32 / 1024.0).collect();
+        Tensor::from_vec(v, &[2, 4]).unwrap()
+    };
+    let c = Tensor::from_vec(vec![3f32, -5.0, 7.0, 1.0, -2.0, 6.0], &[2, 3]).unwrap();
+    // Gradients of rank r: weight (3x4) then bias (3).
+    let grads = |r: usize| -> (Tensor, Tensor) {
+        (c.t().unwrap().matmul(&input(r)).unwrap(), c.sum().dim(&[0i64][..]).call().unwrap())
+    };
+    let expected = |dtype: Option<ScalarType>| -> (Vec<f32>, Vec<f32>) {
+        let reduce = |a: Tensor, b: Tensor| -> Vec<f32> {
+            let r = match dtype {
+                None => a.add(&b).call().unwrap().div(c10::Scalar::Float(2.0)).call().unwrap(),
+                Some(d) => {
+                    let half = |t: Tensor| t.to(d).call().unwrap().div(c10::Scalar::Int(2)).call().unwrap();
+                    half(a).add(&half(b)).call().unwrap().to(ScalarType::F32).call().unwrap()
+                }
+            };
+            r.to_vec::<f32>().unwrap()
+        };
+        let ((w0, b0), (w1, b1)) = (grads(0), grads(1));
+        (reduce(w0, w1), reduce(b0, b1))
+    };
+    type Hook = fn(&ProcessGroup, &GradBucket) -> c10::Result<CommFuture>;
+    let hooks: [(&str, Hook, Option<ScalarType>); 3] = [
+        ("allreduce_hook", allreduce_hook, None),
+        ("fp16_compress_hook", fp16_compress_hook, Some(ScalarType::F16)),
+        ("bf16_compress_hook", bf16_compress_hook, Some(ScalarType::BF16)),
+    ];
+    for (name, hook, dtype) in hooks {
+        let model = DistributedDataParallel::new(nn::Linear::new(4, 3).unwrap()).unwrap();
+        model.register_comm_hook(hook).unwrap();
+        for _ in 0..2 {
+            let m = model.module();
+            m.weight.tensor().set_grad(None).unwrap();
+            m.bias.as_ref().unwrap().tensor().set_grad(None).unwrap();
+            model.forward(&input(rank)).unwrap().mul(&c).unwrap().sum().call().unwrap().backward().unwrap();
+            let got = |p: &nn::Parameter| p.tensor().grad().unwrap().to_vec::<f32>().unwrap();
+            let (w, b) = expected(dtype);
+            assert_eq!(got(&m.weight), w, "{name}: weight gradient");
+            assert_eq!(got(m.bias.as_ref().unwrap()), b, "{name}: bias gradient");
+            if dtype.is_some() {
+                assert_ne!(w, expected(None).0, "{name}: the inputs must show the compression");
+            }
+        }
+        let err = model.register_comm_hook(allreduce_hook).unwrap_err();
+        assert!(err.to_string().contains("can only be called once"), "{err}");
+    }
+
+    // A hook of our own sees the bucket as PyTorch's GradBucket and decides the result.
+    let options = DdpOptions { bucket_cap_mb: 1e-5, ..Default::default() };
+    let model = DistributedDataParallel::with_options(nn::Linear::new(4, 3).unwrap(), options).unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    model
+        .register_comm_hook(move |_: &ProcessGroup, b: &GradBucket| {
+            let shapes: Vec<Vec<i64>> = b.gradients().iter().map(|g| g.sizes().to_vec()).collect();
+            let params: Vec<Vec<i64>> = b.parameters().iter().map(|p| p.sizes().to_vec()).collect();
+            assert_eq!(shapes, params);
+            log.lock().unwrap().push((b.index(), b.is_last(), shapes, b.buffer().numel()));
+            // Every gradient becomes 3, whatever was computed.
+            let out = aten::ops::full(&[b.buffer().numel()], c10::Scalar::Float(3.0), None, None, None, None).unwrap();
+            Ok(CommFuture::ready(out))
+        })
+        .unwrap();
+    model.forward(&input(rank)).unwrap().mul(&c).unwrap().sum().call().unwrap().backward().unwrap();
+    // Two buckets (the cap is tiny), the last layer's bias first.
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(0, false, vec![vec![3]], 3), (1, true, vec![vec![3, 4]], 12)],
+        "the buckets a hook saw"
+    );
+    let m = model.module();
+    assert_eq!(m.weight.tensor().grad().unwrap().to_vec::<f32>().unwrap(), vec![3.0; 12]);
+    assert_eq!(m.bias.as_ref().unwrap().tensor().grad().unwrap().to_vec::<f32>().unwrap(), vec![3.0; 3]);
+    dist::destroy_process_group().unwrap();
+    done(rank);
+}
+
+/// Note [PowerSGD] against PyTorch (`tests/data/powersgd_gen.py` wrote `powersgd.json` from two
+/// Gloo ranks running DDP with PyTorch's `powerSGD_hook`): the same MLP, weights and batches
+/// here give every step's averaged gradients and the final weights of each case, in plain
+/// all-reduce iterations and compressed ones, at approximation ranks 1 to 3, with and without
+/// warm start and error feedback.
+pub fn powersgd() {
+    use autograd::TensorAutograd;
+    use distributed::comm_hooks::{PowerSgd, PowerSgdOptions};
+    use distributed::DistributedDataParallel;
+    use nn::optim::{Optimizer, SGDOptions, SGD};
+    use nn::{Forward, Linear, Module};
+
+    #[derive(nn::Module)]
+    struct Mlp {
+        fc1: Linear,
+        fc2: Linear,
+    }
+    impl Forward for Mlp {
+        fn forward(&self, x: &Tensor) -> c10::Result<Tensor> {
+            self.fc2.call(&self.fc1.call(x)?.relu()?)
+        }
+    }
+    let floats = |v: &serde_json::Value| -> Vec<f32> {
+        v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect()
+    };
+    let tensor =
+        |v: Vec<f64>, shape: &[i64]| Tensor::from_vec(v.into_iter().map(|x| x as f32).collect(), shape).unwrap();
+    let batch = |rank: usize, step: usize| {
+        let (s, r) = (step as f64, rank as f64);
+        let x = (0..4 * 32).map(|i| (0.11 * i as f64 + 0.7 * s + 1.9 * r).cos()).collect();
+        let y = (0..4 * 8).map(|i| (0.23 * i as f64 - 0.3 * s + 0.8 * r).sin()).collect();
+        (tensor(x, &[4, 32]), tensor(y, &[4, 8]))
+    };
+    let close = |what: &str, got: &[f32], want: &[f32]| {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!((g - w).abs() <= 2e-6 + 2e-4 * w.abs(), "{what}[{i}]: {g} against PyTorch's {w}");
+        }
+    };
+
+    aten::set_num_threads(1).unwrap();
+    let (rank, size) = init();
+    assert_eq!(size, 2);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/powersgd.json");
+    let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let steps = expected["steps"].as_u64().unwrap() as usize;
+    let cases = expected["cases"].as_object().unwrap();
+    assert_eq!(cases.len(), 3);
+    for (name, case) in cases {
+        let mlp = Mlp { fc1: Linear::new(32, 16).unwrap(), fc2: Linear::new(16, 8).unwrap() };
+        {
+            let _g = autograd::no_grad();
+            for (k, p) in mlp.parameters().iter().enumerate() {
+                let t = p.tensor();
+                let v = (0..t.numel()).map(|i| (0.37 * i as f64 + 1.3 * k as f64 + 0.5).sin() * 0.4).collect();
+                t.copy_(&tensor(v, t.sizes())).call().unwrap();
+            }
+        }
+        let options = PowerSgdOptions {
+            matrix_approximation_rank: case["rank"].as_u64().unwrap() as usize,
+            start_powersgd_iter: case["start_powerSGD_iter"].as_u64().unwrap() as usize,
+            use_error_feedback: case["use_error_feedback"].as_bool().unwrap(),
+            warm_start: case["warm_start"].as_bool().unwrap(),
+            ..Default::default()
+        };
+        let model = DistributedDataParallel::new(mlp).unwrap();
+        model.register_comm_hook(PowerSgd::new(options).unwrap()).unwrap();
+        let mut opt = SGD::new(model.module().parameters(), SGDOptions::default().lr(0.1)).unwrap();
+        for step in 0..steps {
+            opt.zero_grad(true).unwrap();
+            let (x, y) = batch(rank, step);
+            aten::ops::mse_loss(&model.forward(&x).unwrap(), &y, 1).unwrap().backward().unwrap();
+            for (k, p) in model.module().parameters().iter().enumerate() {
+                let got = p.tensor().grad().unwrap().to_vec::<f32>().unwrap();
+                close(
+                    &format!("{name}: step {step}, gradient of parameter {k}"),
+                    &got,
+                    &floats(&case["grads"][step][k]),
+                );
+            }
+            opt.step().unwrap();
+        }
+        for (k, p) in model.module().parameters().iter().enumerate() {
+            let got = p.tensor().to_vec::<f32>().unwrap();
+            close(&format!("{name}: final parameter {k}"), &got, &floats(&case["final"][k]));
+        }
+    }
+    // PyTorch's check of the options.
+    let bad = PowerSgdOptions { start_powersgd_iter: 1, ..Default::default() };
+    let err = PowerSgd::new(bad).err().expect("start_powersgd_iter 1 with error feedback");
+    assert!(err.to_string().contains("Expect `start_powerSGD_iter` > 1"), "{err}");
+    dist::destroy_process_group().unwrap();
+    done(rank);
+}
+
 // ---- CUDA tensors staged through host memory --------------------------------------------
 
 /// CUDA tensors (on the emulated device) in every kind of operation: the process group copies
