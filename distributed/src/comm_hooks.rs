@@ -288,7 +288,8 @@ fn orthogonalize(m: &Tensor, epsilon: f64) -> Result<()> {
     Ok(())
 }
 
-/// The gradients PowerSGD compresses in a bucket: matrix views, their rank and their memory.
+/// The gradients PowerSGD compresses in a bucket (as `n x m` views) and their `P` and `Q` (views
+/// of the bucket's flat P and Q memories).
 struct Compressed {
     matrices: Vec<Tensor>,
     ps: Vec<Tensor>,

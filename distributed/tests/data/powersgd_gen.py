@@ -10,8 +10,8 @@ The inputs, targets and initial weights are closed forms the Rust test computes 
 import json
 import math
 import os
+import socket
 import sys
-import tempfile
 
 import torch
 import torch.distributed as dist
@@ -30,7 +30,6 @@ CASES = [
 
 
 def model():
-    torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(32, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8))
     # Closed-form weights (the Rust test builds the same), not PyTorch's random init.
     with torch.no_grad():
@@ -91,12 +90,9 @@ def run(rank, port, out):
 
 if __name__ == "__main__":
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "powersgd.json")
-    with tempfile.TemporaryDirectory():
-        import socket
-
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        mp.spawn(run, args=(port, out), nprocs=2, join=True)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    mp.spawn(run, args=(port, out), nprocs=2, join=True)
     print(f"wrote {out}", file=sys.stderr)

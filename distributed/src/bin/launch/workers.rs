@@ -27,8 +27,8 @@ pub struct Assignment {
     /// Where the workers' own store is served (by global rank 0: `env://`).
     pub master_addr: String,
     pub master_port: u16,
-    /// The rendezvous round (0 under the static rendezvous), for the workers'
-    /// `TORCHELASTIC_RUN_ID` and the launcher's messages.
+    /// The rendezvous round (0 under the static rendezvous): the prefix of the round's keys
+    /// in the rendezvous store, and the launcher's messages.
     pub round: u64,
 }
 
