@@ -170,7 +170,11 @@ impl Rendezvous {
     /// This node's workers succeeded in round `a`.
     pub fn finished(&mut self, a: &Assignment) {
         if let Rendezvous::C10d(c) = self {
-            let _ = c.store.set(&c.key(a.round, &format!("done{}", a.node_rank)), b"");
+            // The workers succeeded whatever the store says; the node serving it then waits
+            // for this node's `done` until the join timeout.
+            if let Err(e) = c.store.set(&c.key(a.round, &format!("done{}", a.node_rank)), b"") {
+                eprintln!("launch: {}", c.store_lost(e.to_string()));
+            }
             c.linger(a, true);
         }
     }
