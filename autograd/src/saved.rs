@@ -15,11 +15,24 @@
 //! storage, same version counter) with the `grad_fn` it had when saved, and `unpack` rebuilds a
 //! tensor with that history when grad mode is on (the backward is being differentiated); with
 //! grad mode off nothing can record history, so the alias is returned as it is.
+//!
+//! Note [Saved tensor hooks]: `torch.autograd.graph.saved_tensors_hooks(pack, unpack)`. While a
+//! [`saved_tensors_hooks`] guard is alive on a thread, every tensor saved on that thread is
+//! given to the innermost pair's `pack` hook, and the node keeps what `pack` returned instead of
+//! the tensor; `unpack` turns it back into a tensor when backward needs it (on whatever thread
+//! runs the node). The version check still applies: the slot keeps the saved tensor's version
+//! counter (not its data) and compares it when unpacking, as PyTorch does. The hooks run with
+//! grad mode off. What `unpack` returns must have the saved tensor's sizes, and is what the
+//! backward formula sees (FSDP gives back a re-gathered parameter, an offloading hook a copy
+//! brought back from the host).
 
+use std::any::Any;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use aten::Tensor;
+use c10::tensor_impl::VersionCounter;
 use c10::{Error, Result};
 
 use crate::node::Node;
@@ -30,8 +43,120 @@ pub const ERR_BACKWARD_TWICE: &str = "Trying to backward through the graph a sec
      .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second \
      time or if you need to access saved tensors after calling backward.";
 
+/// What a pack hook turned a saved tensor into (Note [Saved tensor hooks]).
+pub type Packed = Box<dyn Any + Send + Sync>;
+/// A pack hook: a saved tensor to what the node keeps.
+pub type PackHook = Arc<dyn Fn(&Tensor) -> Result<Packed> + Send + Sync>;
+/// An unpack hook: what the node kept back to a tensor.
+pub type UnpackHook = Arc<dyn Fn(&Packed) -> Result<Tensor> + Send + Sync>;
+
+thread_local! {
+    static HOOKS: RefCell<Vec<(PackHook, UnpackHook)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keeps a pair of saved-tensor hooks installed on this thread; dropping it removes them
+/// (the end of PyTorch's `with saved_tensors_hooks(pack, unpack):` block).
+#[must_use = "the hooks are removed when the guard is dropped"]
+pub struct SavedTensorsHooksGuard {
+    depth: usize,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for SavedTensorsHooksGuard {
+    fn drop(&mut self) {
+        HOOKS.with(|h| h.borrow_mut().truncate(self.depth));
+    }
+}
+
+/// `torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)`: until the guard is
+/// dropped, tensors saved for backward on this thread are packed by `pack` and unpacked by
+/// `unpack` (Note [Saved tensor hooks]). Guards nest; the innermost pair applies.
+///
+/// ```
+/// use aten::Tensor;
+/// use autograd::saved::saved_tensors_hooks;
+/// use autograd::TensorAutograd;
+/// use std::sync::Arc;
+/// // Keep saved tensors as plain `Vec<f64>`s and rebuild them for backward.
+/// let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0]).requires_grad_(true).unwrap();
+/// let y = {
+///     let _hooks = saved_tensors_hooks(
+///         Arc::new(|t: &Tensor| Ok(Box::new(t.to_vec::<f64>()?) as autograd::saved::Packed)),
+///         Arc::new(|p: &autograd::saved::Packed| Ok(Tensor::from_slice(p.downcast_ref::<Vec<f64>>().unwrap()))),
+///     );
+///     x.mul(&x).unwrap() // saves x twice, as Vec<f64>s
+/// };
+/// y.sum().call().unwrap().backward().unwrap();
+/// assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [2.0, 4.0, 6.0]);
+/// ```
+pub fn saved_tensors_hooks(pack: PackHook, unpack: UnpackHook) -> SavedTensorsHooksGuard {
+    let depth = HOOKS.with(|h| {
+        let mut h = h.borrow_mut();
+        h.push((pack, unpack));
+        h.len() - 1
+    });
+    SavedTensorsHooksGuard { depth, _not_send: std::marker::PhantomData }
+}
+
+/// A saved tensor: the tensor itself, or what a pack hook made of it.
+enum Stored {
+    Tensor(Tensor),
+    Packed {
+        packed: Packed,
+        unpack: UnpackHook,
+        /// The saved tensor's version counter (None for inference tensors, never saved).
+        version: Option<VersionCounter>,
+        /// For error messages: the saved tensor's type string and sizes.
+        what: String,
+    },
+}
+
+impl Stored {
+    /// Packs `t` with the innermost hooks of this thread, or keeps it.
+    fn new(t: Tensor) -> Result<Stored> {
+        let Some((pack, unpack)) = HOOKS.with(|h| h.borrow().last().cloned()) else {
+            return Ok(Stored::Tensor(t));
+        };
+        let packed = {
+            let _g = crate::grad_mode::no_grad();
+            pack(&t)?
+        };
+        Ok(Stored::Packed {
+            packed,
+            unpack,
+            version: t.imp().version_counter().cloned(),
+            what: format!("[{} {:?}]", type_string(&t), t.sizes()),
+        })
+    }
+
+    fn version(&self) -> u32 {
+        match self {
+            Stored::Tensor(t) => t.version(),
+            Stored::Packed { version, .. } => version.as_ref().map_or(0, VersionCounter::current),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Stored::Tensor(t) => format!("[{} {:?}]", type_string(t), t.sizes()),
+            Stored::Packed { what, .. } => what.clone(),
+        }
+    }
+
+    /// The tensor, unpacked if it was packed.
+    fn get(&self) -> Result<Tensor> {
+        match self {
+            Stored::Tensor(t) => Ok(t.clone()),
+            Stored::Packed { packed, unpack, .. } => {
+                let _g = crate::grad_mode::no_grad();
+                unpack(packed)
+            }
+        }
+    }
+}
+
 struct Saved {
-    data: Tensor,
+    data: Stored,
     version: u32,
     /// For saved outputs: the node (see Note [Saved outputs]) and output number.
     output_of: Option<(Weak<dyn Node>, u32)>,
@@ -72,7 +197,7 @@ impl SavedVariable {
         };
         Ok(SavedVariable {
             inner: Mutex::new(Some(Saved {
-                data,
+                data: Stored::new(data)?,
                 version: t.version(),
                 output_of: None,
                 input_of,
@@ -95,7 +220,7 @@ impl SavedVariable {
         check_not_inference(t)?;
         Ok(SavedVariable {
             inner: Mutex::new(Some(Saved {
-                data: crate::meta::detach(t),
+                data: Stored::new(crate::meta::detach(t))?,
                 version: t.version(),
                 output_of: Some((node, output_nr)),
                 input_of: None,
@@ -134,7 +259,7 @@ impl SavedVariable {
         };
         let current = s.data.version();
         if current != s.version {
-            let what = format!("[{} {:?}]", type_string(&s.data), s.data.sizes());
+            let what = s.data.describe();
             let whose = match &s.output_of {
                 Some((_, nr)) => format!("{what}, which is output {nr} of {node_name},"),
                 None => what,
@@ -150,24 +275,25 @@ impl SavedVariable {
                 ),
             ));
         }
+        let data = s.data.get()?;
         match &s.output_of {
             Some((node, nr)) if s.requires_grad => match node.upgrade() {
                 Some(n) => {
-                    let t = crate::meta::detach(&s.data);
+                    let t = crate::meta::detach(&data);
                     crate::meta::set_grad_fn(&t, n, *nr)?;
                     Ok(Some(t))
                 }
-                None => Ok(Some(s.data.clone())),
+                None => Ok(Some(data)),
             },
             None => match s.input_of.as_ref().and_then(|e| e.function.as_ref().map(|f| (f, e.input_nr))) {
                 Some((f, nr)) if crate::grad_mode::is_grad_enabled() => {
-                    let t = crate::meta::detach(&s.data);
+                    let t = crate::meta::detach(&data);
                     crate::meta::set_grad_fn(&t, f.clone(), nr)?;
                     Ok(Some(t))
                 }
-                _ => Ok(Some(s.data.clone())),
+                _ => Ok(Some(data)),
             },
-            _ => Ok(Some(s.data.clone())),
+            _ => Ok(Some(data)),
         }
     }
 

@@ -4,3 +4,4 @@ mod complex;
 mod fast_backward;
 mod fuzz_regressions;
 mod gradgrad;
+mod saved_hooks;
