@@ -32,6 +32,16 @@
 //! stored next to the old ones, and freed bytes and free counts are derived when read
 //! (`allocated_total - in_use`, `hits + misses - live`) rather than counted on each free.
 //!
+//! Note [CPU memory limit]: [`set_memory_limit`] caps the bytes held by tensors (size classes,
+//! the allocated bytes of [`memory_stats`]), the CPU counterpart of CUDA's
+//! `set_per_process_memory_fraction`: an allocation that would take the total over the limit
+//! fails as out of memory (PyTorch's CPU message). Tests use it to give a rank a memory budget (FSDP's
+//! "a model larger than one rank's memory"). While a limit is set, each allocation sums the
+//! per-thread counters under their registry's lock, so the hot path pays one relaxed load when no
+//! limit is set; [`limited_peak_bytes`] is the exact peak of those sums since the limit was set
+//! (allocations racing on two threads can each pass the check, so the limit may be overshot by
+//! what concurrent allocations hold).
+//!
 //! Note [Huge pages for large blocks]: blocks of at least [`HUGE_PAGE`] bytes are aligned to
 //! 2 MiB and, on Linux, advised (`madvise(MADV_HUGEPAGE)`) to be backed by transparent huge
 //! pages, which the kernel here grants only on request (`transparent_hugepage=madvise`). A
@@ -56,6 +66,43 @@ pub const SMALL_LIMIT: usize = 1 << 16;
 const SMALL_BLOCKS_PER_CLASS: usize = 64;
 
 static MAX_CACHED: AtomicUsize = AtomicUsize::new(8 << 30);
+
+/// The memory limit in bytes, 0 for none (Note [CPU memory limit]).
+static LIMIT: AtomicUsize = AtomicUsize::new(0);
+/// The peak of the allocated bytes since the limit was set.
+static LIMITED_PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// Caps the bytes held by CPU tensors at `limit` (None removes the cap); allocations beyond it
+/// fail as out of memory (Note [CPU memory limit]). Setting a limit resets
+/// [`limited_peak_bytes`] to the bytes in use now; removing it keeps the peak for reading.
+pub fn set_memory_limit(limit: Option<usize>) {
+    if limit.is_some() {
+        LIMITED_PEAK.store(memory_stats().allocated_bytes, Ordering::Relaxed);
+    }
+    LIMIT.store(limit.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// The limit [`set_memory_limit`] set, if any.
+pub fn memory_limit() -> Option<usize> {
+    Some(LIMIT.load(Ordering::Relaxed)).filter(|&l| l != 0)
+}
+
+/// The most bytes held by CPU tensors at once since [`set_memory_limit`] was last called (while
+/// a limit is set; 0 if none was ever set).
+pub fn limited_peak_bytes() -> usize {
+    LIMITED_PEAK.load(Ordering::Relaxed)
+}
+
+/// The limit's check for a block of class `size` (`nbytes` requested).
+#[cold]
+fn check_limit(size: usize, nbytes: usize, limit: usize) -> Result<()> {
+    let in_use = memory_stats().allocated_bytes;
+    if in_use + size > limit {
+        return Err(Error::OutOfMemory { device: DeviceType::Cpu, nbytes });
+    }
+    LIMITED_PEAK.fetch_max(in_use + size, Ordering::Relaxed);
+    Ok(())
+}
 
 /// Counters of one thread. Only that thread writes them (a relaxed load and store, no atomic
 /// read-modify-write, which costs ~11 ns here); any thread may read them for [`memory_stats`].
@@ -499,6 +546,10 @@ impl Allocator for CachingCpuAllocator {
             return Ok(unsafe { DataPtr::from_raw(dangling, std::ptr::null_mut(), None, Device::CPU) });
         }
         let size = round_size(nbytes);
+        let limit = LIMIT.load(Ordering::Relaxed);
+        if limit != 0 {
+            check_limit(size, nbytes, limit)?;
+        }
         let cached = if size <= SMALL_LIMIT {
             let hit = CACHE.try_with(|c| {
                 let p = c.small.borrow_mut().classes[small_index(size)].pop();
