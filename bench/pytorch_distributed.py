@@ -4,7 +4,9 @@
 
 The twin of distributed/examples/w8.rs, on the gloo backend: all_reduce (sum) of 1 MB and 64 MB
 of f32, and a DistributedDataParallel step of the MLP 784-512-512-10 (ReLU, batch 128 per rank,
-cross entropy, SGD momentum 0.9). One operator thread per rank. Rank 0 prints one JSON line per
+cross entropy, SGD momentum 0.9), and the same step with the MLP under FullyShardedDataParallel
+(FULL_SHARD, a unit per Linear, BACKWARD_PRE prefetch: `W8.fsdp_step`). One operator thread per
+rank. Rank 0 prints one JSON line per
 workload: {"id": ..., "median_s": ..., "iters": ...}, with the iteration count picked the same
 way as ours (two warm-up runs estimate the time; rank 0's count is broadcast).
 """
@@ -61,13 +63,29 @@ def main():
     y = torch.randint(10, (128,))
     loss_fn = nn.CrossEntropyLoss()
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
+    def train_step(m, o):
+        def step():
+            o.zero_grad(set_to_none=True)
+            loss = loss_fn(m(x), y)
+            loss.backward()
+            o.step()
 
-    report(rank, "W8.ddp_mlp_step", timed(args.time, step))
+        return step
+
+    report(rank, "W8.ddp_mlp_step", timed(args.time, train_step(model, opt)))
+
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    torch.manual_seed(0)
+    fsdp = FullyShardedDataParallel(
+        nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)),
+        sharding_strategy=ShardingStrategy.FULL_SHARD,
+        auto_wrap_policy=ModuleWrapPolicy({nn.Linear}),
+        device_id=torch.device("cpu"),
+    )
+    fsdp_opt = torch.optim.SGD(fsdp.parameters(), lr=0.01, momentum=0.9)
+    report(rank, "W8.fsdp_step", timed(args.time, train_step(fsdp, fsdp_opt)))
     dist.destroy_process_group()
 
 

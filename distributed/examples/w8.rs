@@ -8,6 +8,9 @@
 //!   (ReLU), batch 128 per rank: zero_grad, forward, cross entropy, backward (with the
 //!   gradient all-reduce), SGD momentum 0.9 step.
 //!
+//! - `W8.fsdp_step` (Gloo only): the same step with the MLP (as a `Sequential`) under
+//!   FullyShardedDataParallel, FULL_SHARD with a unit per Linear and BACKWARD_PRE prefetch.
+//!
 //! On Gloo the ids are `W8.gloo_allreduce_1M`, `W8.gloo_allreduce_64M` and `W8.gloo_ddp_mlp_step`.
 //! With `--raw`, the two all-reduces go to Open MPI directly (rsmpi's `all_reduce_into` on the
 //! world communicator, no process group), which is the engine's own cost. Rank 0 prints one
@@ -53,12 +56,25 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn report(rank: usize, id: &str, times: Vec<f64>) {
     if rank == 0 {
         let id = match dist::get_backend() {
-            Ok("gloo") => id.replace("W8.", "W8.gloo_"),
+            Ok("gloo") if !id.contains("fsdp") => id.replace("W8.", "W8.gloo_"),
             _ => id.to_string(),
         };
         let n = times.len();
         println!("{{\"id\": \"{id}\", \"median_s\": {:e}, \"iters\": {n}}}", median(times));
     }
+}
+
+/// One training step: zero_grad, forward, cross entropy, backward, SGD step.
+fn train_step(
+    forward: &dyn Fn(&Tensor) -> c10::Result<Tensor>,
+    opt: &mut SGD,
+    x: &Tensor,
+    y: &Tensor,
+) -> c10::Result<()> {
+    opt.zero_grad(true)?;
+    let loss = aten::ops::cross_entropy_loss(&forward(x)?, y, None, 1, -100, 0.0)?;
+    loss.backward()?;
+    opt.step()
 }
 
 const SIZES: [(&str, usize); 2] = [("W8.allreduce_1M", 1 << 18), ("W8.allreduce_64M", 1 << 24)];
@@ -93,13 +109,26 @@ fn ours(time: f64, backend: &str) -> c10::Result<()> {
     let mut opt = SGD::new(model.module().parameters(), SGDOptions { lr: 0.01, momentum: 0.9, ..Default::default() })?;
     let x = aten::ops::randn(&[128, 784], None, None, None, None)?;
     let y = aten::ops::randint(10, &[128], Some(c10::ScalarType::I64), None, None, None)?;
-    let times = timed(&mut || {
-        opt.zero_grad(true)?;
-        let loss = aten::ops::cross_entropy_loss(&model.forward(&x)?, &y, None, 1, -100, 0.0)?;
-        loss.backward()?;
-        opt.step()
-    })?;
+    let times = timed(&mut || train_step(&|x| model.forward(x), &mut opt, &x, &y))?;
     report(rank, "W8.ddp_mlp_step", times);
+    if backend == "gloo" {
+        use distributed::fsdp::{AutoWrapPolicy, FsdpOptions, FullyShardedDataParallel};
+        aten::manual_seed(0);
+        let mlp = nn::Sequential::new()
+            .add(Linear::new(784, 512)?)
+            .add(nn::ReLU::new())
+            .add(Linear::new(512, 512)?)
+            .add(nn::ReLU::new())
+            .add(Linear::new(512, 10)?);
+        let options = FsdpOptions {
+            auto_wrap_policy: Some(AutoWrapPolicy::ModuleTypes(vec!["Linear".into()])),
+            ..Default::default()
+        };
+        let model = FullyShardedDataParallel::with_options(mlp, options)?;
+        let mut opt = SGD::new(model.parameters(), SGDOptions { lr: 0.01, momentum: 0.9, ..Default::default() })?;
+        let times = timed(&mut || train_step(&|x| model.call(x), &mut opt, &x, &y))?;
+        report(rank, "W8.fsdp_step", times);
+    }
     dist::destroy_process_group()
 }
 

@@ -122,20 +122,116 @@ pub fn init_process_group_with(options: InitOptions) -> Result<()> {
     if slot.is_some() {
         return Err(dist_error(name, "trying to initialize the default process group twice!"));
     }
-    let group =
-        match options.backend.to_ascii_lowercase().as_str() {
-            "mpi" => init_mpi(&options)?,
-            "nccl" => init_nccl(&options)?,
-            "gloo" => init_gloo(&options)?,
-            "ucc" => return Err(dist_error(
-                name,
-                "the ucc backend is not available; use \"gloo\" (the `gloo` feature), \"mpi\" (the `mpi` feature) or \
-                 \"nccl\" (the `cuda` feature)",
-            )),
-            other => return Err(dist_error(name, format!("Invalid backend: '{other}'"))),
-        };
+    let backend = match options.backend.trim().to_ascii_lowercase() {
+        b if b.is_empty() => default_backend_string(),
+        b => b,
+    };
+    let group = if backend.contains(':') { init_by_device(&backend, &options)? } else { init_one(&backend, &options)? };
     *slot = Some(group);
     Ok(())
+}
+
+/// What `init_process_group()` without a backend uses, as PyTorch: `cpu:gloo,cuda:nccl` when
+/// NCCL is built in and a GPU is present, otherwise `gloo`.
+fn default_backend_string() -> String {
+    #[cfg(feature = "cuda")]
+    if kernels_cuda::runtime::device_count() > 0 {
+        return "cpu:gloo,cuda:nccl".into();
+    }
+    "gloo".into()
+}
+
+/// The world of one backend (`gloo`, `mpi`, `nccl`).
+fn init_one(backend: &str, options: &InitOptions) -> Result<ProcessGroup> {
+    match backend {
+        "mpi" => init_mpi(options),
+        "nccl" => init_nccl(options),
+        "gloo" => init_gloo(options),
+        "ucc" => Err(dist_error(
+            "init_process_group",
+            "the ucc backend is not available; use \"gloo\" (the `gloo` feature), \"mpi\" (the `mpi` feature) or \
+             \"nccl\" (the `cuda` feature)",
+        )),
+        other => Err(dist_error("init_process_group", format!("Invalid backend: '{other}'"))),
+    }
+}
+
+/// A backend string naming a backend per device (`"cpu:gloo,cuda:nccl"`): each distinct
+/// backend is created once, those that rendezvous through a store sharing one rendezvous (each
+/// under its own key prefix), and the group sends each operation to its tensors' device's
+/// backend ([`ByDevice`](crate::process_group::ByDevice)).
+fn init_by_device(spec: &str, options: &InitOptions) -> Result<ProcessGroup> {
+    let name = "init_process_group";
+    let invalid = || {
+        dist_error(
+            name,
+            format!(
+                "The custom backend string argument is invalid: {spec}. Custom backend string is an experimental \
+                 feature where the backend string must be in the format: \
+                 \"<device_type1>:<backend1>,<device_type2>:<backend2>...\". e.g. 'cpu:gloo,cuda:nccl'"
+            ),
+        )
+    };
+    let (mut cpu, mut cuda) = (None, None);
+    for pair in spec.split(',') {
+        let (device, backend) = pair.split_once(':').ok_or_else(invalid)?;
+        let (device, backend) = (device.trim(), backend.trim());
+        if !["gloo", "mpi", "nccl"].contains(&backend) {
+            return Err(dist_error(name, format!("Invalid backend: '{backend}' in '{spec}'")));
+        }
+        let slot = match device {
+            "cpu" => &mut cpu,
+            "cuda" => &mut cuda,
+            other => return Err(dist_error(name, format!("Invalid device type '{other}' in backend string '{spec}'"))),
+        };
+        if slot.replace(backend.to_string()).is_some() {
+            return Err(invalid());
+        }
+    }
+    // A device without a backend gets PyTorch's default for it.
+    let cpu = cpu.unwrap_or_else(|| default_backend(c10::DeviceType::Cpu).into());
+    let cuda = cuda.unwrap_or_else(|| default_backend(c10::DeviceType::Cuda).into());
+    if cpu == "nccl" {
+        return Err(dist_error(name, format!("the nccl backend does not take CPU tensors ('{spec}')")));
+    }
+    let mut distinct = vec![cpu.clone()];
+    if cuda != cpu {
+        distinct.push(cuda.clone());
+    }
+    // One rendezvous for the backends that need a store.
+    let shared = if distinct.len() > 1 && distinct.iter().any(|b| b != "mpi") {
+        #[cfg(any(feature = "cuda", feature = "gloo"))]
+        {
+            Some(rendezvous_of(options)?)
+        }
+        #[cfg(not(any(feature = "cuda", feature = "gloo")))]
+        {
+            None::<(Arc<dyn Store>, usize, usize)>
+        }
+    } else {
+        None
+    };
+    let mut made: Vec<(String, ProcessGroup)> = Vec::new();
+    for b in &distinct {
+        let mut o = options.clone();
+        if let (Some((store, rank, size)), true) = (&shared, b != "mpi") {
+            let prefixed: Arc<dyn Store> = Arc::new(crate::store::PrefixStore::new(&format!("{b}/"), store.clone()));
+            o = o.store(prefixed).rank(*rank).world_size(*size);
+        }
+        made.push((b.clone(), init_one(b, &o)?));
+    }
+    let backend_of = |b: &str| made.iter().find(|(n, _)| n == b).map(|(_, g)| g.backend_arc());
+    let (Some(cpu_b), Some(cuda_b)) = (backend_of(&cpu), backend_of(&cuda)) else {
+        return Err(invalid());
+    };
+    let (Some(cpu_b), Some(cuda_b)) = (cpu_b, cuda_b) else { return Err(invalid()) };
+    if cpu_b.rank() != cuda_b.rank() {
+        return Err(dist_error(name, "the backends disagree on this process's rank"));
+    }
+    let ranks = made[0].1.ranks().to_vec();
+    let normalised: &'static str = Box::leak(format!("cpu:{cpu},cuda:{cuda}").into_boxed_str());
+    let by_device = crate::process_group::ByDevice { name: normalised, cpu: cpu_b, cuda: cuda_b };
+    Ok(ProcessGroup::new(Arc::new(by_device), ranks, options.timeout))
 }
 
 #[cfg(feature = "mpi")]

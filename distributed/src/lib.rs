@@ -14,13 +14,19 @@
 //! - [`DistributedDataParallel`]: gradients averaged over the ranks in buckets whose
 //!   all-reduces overlap the backward pass, or a [`comm_hooks`] hook's communication
 //!   (half-precision compression).
+//! - [`FullyShardedDataParallel`]: parameters, gradients and optimizer state sharded over the
+//!   ranks, each unit's parameters gathered only while it computes; [`checkpoint`] saves and
+//!   loads its shards at any world size. [`ZeroRedundancyOptimizer`] shards optimizer state
+//!   alone.
 //! - The `launch` binary starts a job's ranks as `torchrun` does.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod api;
+pub mod checkpoint;
 pub mod comm_hooks;
 pub mod ddp;
+pub mod fsdp;
 #[cfg(feature = "gloo")]
 mod gloo;
 #[cfg(any(feature = "mpi", feature = "gloo"))]
@@ -33,6 +39,7 @@ mod process_group;
 pub mod rendezvous;
 pub mod store;
 mod work;
+pub mod zero;
 
 pub use api::{
     all_gather, all_gather_into_tensor, all_gather_object, all_gather_object_in, all_reduce, all_to_all, barrier,
@@ -43,6 +50,10 @@ pub use api::{
 };
 pub use comm_hooks::{CommFuture, CommHook, GradBucket};
 pub use ddp::{DdpOptions, DistributedDataParallel};
+pub use fsdp::{
+    AutoWrapPolicy, BackwardPrefetch, FsdpOptions, FullyShardedDataParallel, MixedPrecision, ShardingStrategy,
+};
 pub use process_group::{ProcessGroup, ReduceOp};
 pub use store::{FileStore, HashStore, PrefixStore, Store, TcpStore, TcpStoreOptions, DEFAULT_STORE_TIMEOUT};
 pub use work::Work;
+pub use zero::ZeroRedundancyOptimizer;

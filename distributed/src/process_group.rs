@@ -150,6 +150,25 @@ pub(crate) enum Collective {
 }
 
 impl Collective {
+    /// Whether a buffer of the operation is on a device other than the host.
+    fn on_device(&self) -> bool {
+        let dev = |t: &Tensor| !t.device().is_cpu();
+        let opt = |t: &Option<Tensor>| t.as_ref().is_some_and(dev);
+        match self {
+            Collective::AllReduce { buf, .. }
+            | Collective::Broadcast { buf, .. }
+            | Collective::Reduce { buf, .. }
+            | Collective::Send { buf, .. }
+            | Collective::Recv { buf, .. } => dev(buf),
+            Collective::AllGather { input, output }
+            | Collective::ReduceScatter { input, output, .. }
+            | Collective::AllToAll { input, output, .. } => dev(input) || dev(output),
+            Collective::Gather { input, output, .. } => dev(input) || opt(output),
+            Collective::Scatter { input, output, .. } => opt(input) || dev(output),
+            Collective::Barrier => false,
+        }
+    }
+
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Collective::AllReduce { .. } => "all_reduce",
@@ -185,6 +204,12 @@ pub(crate) trait Backend: Send + Sync {
     fn device_buffers(&self) -> bool {
         false
     }
+    /// Whether the backend takes buffers on devices of type `device` where they are; a backend
+    /// serving several device types ([`ByDevice`]) answers per type.
+    fn takes_device_buffers(&self, device: c10::DeviceType) -> bool {
+        let _ = device;
+        self.device_buffers()
+    }
     /// Where the backend exchanges small host values (object collectives, DDP's flags): the
     /// host for MPI, the group's GPU for NCCL.
     fn device(&self) -> Device {
@@ -193,6 +218,47 @@ pub(crate) trait Backend: Send + Sync {
     /// A backend for the group of `ranks` (sorted, distinct, ranks of this group). Every rank of
     /// this group must call it; those outside `ranks` get `None`.
     fn split(&self, ranks: &[usize], timeout: Duration) -> Result<Option<Arc<dyn Backend>>>;
+}
+
+/// A backend per device type (a backend string such as `"cpu:gloo,cuda:nccl"`, PyTorch's
+/// device-to-backend map): operations on CUDA tensors go to `cuda`, all others (and barriers,
+/// object collectives) to `cpu`. The two may be the same backend (`"cpu:gloo,cuda:gloo"`:
+/// Gloo stages CUDA tensors through the host).
+pub(crate) struct ByDevice {
+    /// The backend string, normalised (`cpu:gloo,cuda:nccl`).
+    pub(crate) name: &'static str,
+    pub(crate) cpu: Arc<dyn Backend>,
+    pub(crate) cuda: Arc<dyn Backend>,
+}
+
+impl Backend for ByDevice {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn rank(&self) -> usize {
+        self.cpu.rank()
+    }
+    fn submit(&self, c: Collective, finish: Option<Finish>, timeout: Duration) -> Work {
+        let b = if c.on_device() { &self.cuda } else { &self.cpu };
+        b.submit(c, finish, timeout)
+    }
+    fn takes_device_buffers(&self, device: c10::DeviceType) -> bool {
+        match device {
+            c10::DeviceType::Cuda => self.cuda.device_buffers(),
+            _ => self.cpu.device_buffers(),
+        }
+    }
+    fn device(&self) -> Device {
+        self.cpu.device()
+    }
+    fn split(&self, ranks: &[usize], timeout: Duration) -> Result<Option<Arc<dyn Backend>>> {
+        let cpu = self.cpu.split(ranks, timeout)?;
+        let cuda = if Arc::ptr_eq(&self.cpu, &self.cuda) { cpu.clone() } else { self.cuda.split(ranks, timeout)? };
+        Ok(match (cpu, cuda) {
+            (Some(cpu), Some(cuda)) => Some(Arc::new(ByDevice { name: self.name, cpu, cuda })),
+            _ => None,
+        })
+    }
 }
 
 /// A group of ranks that run collectives together (c10d's `ProcessGroup`). Cloning shares the
@@ -318,6 +384,11 @@ impl ProcessGroup {
         ProcessGroup { inner: Arc::new(Inner { backend: Some(backend), global_ranks, timeout }) }
     }
 
+    /// The backend (None outside the group).
+    pub(crate) fn backend_arc(&self) -> Option<Arc<dyn Backend>> {
+        self.inner.backend.clone()
+    }
+
     /// The group as seen by a process outside it.
     pub(crate) fn non_member(global_ranks: Vec<usize>, timeout: Duration) -> ProcessGroup {
         ProcessGroup { inner: Arc::new(Inner { backend: None, global_ranks, timeout }) }
@@ -386,20 +457,20 @@ impl ProcessGroup {
         Ok(())
     }
 
-    /// Whether device tensors go through host memory (see [`Backend::device_buffers`]).
-    fn stages(&self) -> bool {
-        self.inner.backend.as_ref().is_none_or(|b| !b.device_buffers())
+    /// Whether tensors on `device` go through host memory (see [`Backend::device_buffers`]).
+    fn stages(&self, device: Device) -> bool {
+        self.inner.backend.as_ref().is_none_or(|b| !b.takes_device_buffers(device.ty))
     }
 
     /// `t`, or its host copy when the backend needs one.
     fn stage(&self, op: &str, t: &Tensor) -> Result<Staged> {
-        Staged::new(op, t, self.stages())
+        Staged::new(op, t, self.stages(t.device()))
     }
 
     /// For a backend that takes device buffers: every tensor of `list` is on `like`'s device
     /// (PyTorch's NCCL backend rejects the others too).
     fn check_devices(&self, op: &str, list: &[Tensor], like: &Tensor) -> Result<()> {
-        if self.stages() {
+        if self.stages(like.device()) {
             return Ok(());
         }
         match list.iter().find(|t| t.device() != like.device()) {
@@ -421,7 +492,7 @@ impl ProcessGroup {
 
     /// Where the backend wants the buffers of an operation on tensors like `like`.
     fn buffer_device(&self, like: &Tensor) -> Device {
-        if self.stages() {
+        if self.stages(like.device()) {
             Device::CPU
         } else {
             like.device()

@@ -21,7 +21,13 @@ fn free_port() -> u16 {
 /// Starts the launcher (with `flags`) on `np` ranks of the ignored test `rank_test`, with `dir`
 /// for the ranks' files.
 fn launcher(np: usize, flags: &[&str], rank_test: &str, dir: &std::path::Path) -> Child {
+    launcher_env(np, flags, rank_test, dir, &[])
+}
+
+/// [`launcher`] with more environment variables for the ranks.
+fn launcher_env(np: usize, flags: &[&str], rank_test: &str, dir: &std::path::Path, env: &[(&str, &str)]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_launch"))
+        .envs(env.iter().copied())
         .args(["--nproc-per-node", &np.to_string(), "--master-port", &free_port().to_string()])
         .args(flags)
         .arg(std::env::current_exe().unwrap())
@@ -96,6 +102,69 @@ fn ddp_comm_hooks_on_2_ranks() {
 #[test]
 fn ddp_powersgd_matches_pytorch_on_2_ranks() {
     launch(2, "rank_powersgd");
+}
+
+/// Runs `rank_test` on `np` ranks with `TORCH_DIST_TEST_CKPT` naming `ckpt`; the job's output.
+fn launch_with_checkpoint(np: usize, rank_test: &str, ckpt: &std::path::Path) -> String {
+    let dir = std::env::temp_dir().join(format!("torch-gloo-test-{}-{rank_test}-{np}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let child = launcher_env(np, &[], rank_test, &dir, &[("TORCH_DIST_TEST_CKPT", ckpt.to_str().unwrap())]);
+    let (ok, out) = ranks::finish(child, &format!("{rank_test} on {np} ranks"), Duration::from_secs(300));
+    let finished = (0..np).filter(|r| dir.join(format!("rank{r}")).exists()).count();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(ok && finished == np, "{rank_test} on {np} ranks failed ({finished} finished):\n{out}");
+    out
+}
+
+/// FSDP on 4 ranks matches one process under a memory cap the model exceeds (each rank prints
+/// its peak); its checkpoint loads on 2 ranks with the same outputs, and consolidates into an
+/// ordinary state dict here, in a process with no group.
+#[test]
+fn fsdp_trains_under_a_memory_cap_and_its_checkpoint_reshards_from_4_to_2_ranks() {
+    let ckpt = std::env::temp_dir().join(format!("torch-fsdp-ckpt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&ckpt);
+    let out = launch_with_checkpoint(4, "rank_fsdp", &ckpt);
+    let peaks: Vec<&str> = out.lines().filter(|l| l.contains("FULL_SHARD peak")).collect();
+    assert_eq!(peaks.len(), 4, "{out}");
+    for p in peaks {
+        println!("{p}");
+    }
+    let files: Vec<String> = {
+        let mut v: Vec<String> =
+            std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        files,
+        [".metadata", "__0_0.safetensors", "__1_0.safetensors", "__2_0.safetensors", "__3_0.safetensors"]
+    );
+    launch_with_checkpoint(2, "rank_reshard", &ckpt);
+
+    use nn::{Forward, Module};
+    let (_, want) = ranks::sharded::reference();
+    let state = dist::checkpoint::consolidate(&ckpt).unwrap();
+    let mut plain = ranks::sharded::make(ranks::sharded::W).unwrap();
+    plain.load_state_dict(&state, true).unwrap();
+    let probe = ranks::sharded::probe();
+    ranks::sharded::assert_close("consolidated", &plain.call(&probe).unwrap(), &want.call(&probe).unwrap());
+
+    // A checkpoint whose metadata declares another format version, and one missing a rank's file.
+    let meta = std::fs::read_to_string(ckpt.join(".metadata")).unwrap();
+    std::fs::write(ckpt.join(".metadata"), meta.replacen("\"version\": 1", "\"version\": 7", 1)).unwrap();
+    let err = dist::checkpoint::consolidate(&ckpt).unwrap_err().to_string();
+    assert!(err.contains("format version 7"), "{err}");
+    std::fs::write(ckpt.join(".metadata"), meta).unwrap();
+    std::fs::remove_file(ckpt.join("__2_0.safetensors")).unwrap();
+    let err = dist::checkpoint::consolidate(&ckpt).unwrap_err().to_string();
+    assert!(err.contains("__2_0.safetensors"), "{err}");
+    std::fs::remove_dir_all(&ckpt).ok();
+}
+
+#[test]
+fn zero_redundancy_optimizer_matches_one_process_on_2_ranks() {
+    launch(2, "rank_zero");
 }
 
 #[cfg(feature = "cuda")]
@@ -217,6 +286,37 @@ fn a_gloo_world_of_one() {
     assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.5, -2.0]);
     dist::barrier().unwrap();
     dist::destroy_process_group().unwrap();
+
+    // A backend per device type, as PyTorch's `"cpu:gloo,cuda:gloo"`: one Gloo instance serves
+    // both (CUDA tensors are staged through the host); sub-groups keep the mapping.
+    let store = Arc::new(dist::HashStore::new());
+    dist::init_process_group_with(dist::InitOptions::new("CPU:gloo, cuda:gloo").store(store).rank(0).world_size(1))
+        .unwrap();
+    assert_eq!(dist::get_backend().unwrap(), "cpu:gloo,cuda:gloo");
+    let t = Tensor::from_vec(vec![3.0f64, 4.0], &[2]).unwrap();
+    dist::all_reduce(&t, ReduceOp::Max).unwrap();
+    assert_eq!(t.to_vec::<f64>().unwrap(), vec![3.0, 4.0]);
+    let sub = dist::new_group(&[0]).unwrap();
+    assert_eq!(sub.backend_name(), Some("cpu:gloo,cuda:gloo"));
+    sub.broadcast(&t, 0).unwrap().wait().unwrap();
+    dist::destroy_process_group().unwrap();
+
+    // Malformed strings are errors before anything is created.
+    for (spec, want) in [
+        ("cpu:gloo;cuda:gloo", "Invalid backend: 'gloo;cuda:gloo'"),
+        ("cpu:gloo,cuda", "The custom backend string argument is invalid"),
+        ("cpu:gloo,cpu:gloo", "The custom backend string argument is invalid"),
+        ("tpu:gloo", "Invalid device type 'tpu'"),
+        ("cpu:nccl,cuda:nccl", "the nccl backend does not take CPU tensors"),
+        ("cpu:gloo,cuda:fancy", "Invalid backend: 'fancy'"),
+    ] {
+        let store = Arc::new(dist::HashStore::new());
+        let err = dist::init_process_group_with(dist::InitOptions::new(spec).store(store).rank(0).world_size(1))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{spec}: {err}");
+        assert!(!dist::is_initialized());
+    }
 }
 
 // ---- the ranks (ranks/mod.rs) ------------------------------------------------------------------
@@ -249,6 +349,24 @@ fn rank_timeout() {
 #[ignore = "one rank of ddp_matches_one_process_on_2_ranks (started by the launcher)"]
 fn rank_ddp() {
     ranks::ddp();
+}
+
+#[test]
+#[ignore = "one rank of fsdp_trains_under_a_memory_cap_and_its_checkpoint_reshards_from_4_to_2_ranks"]
+fn rank_fsdp() {
+    ranks::sharded::fsdp();
+}
+
+#[test]
+#[ignore = "one rank of fsdp_trains_under_a_memory_cap_and_its_checkpoint_reshards_from_4_to_2_ranks"]
+fn rank_reshard() {
+    ranks::sharded::reshard();
+}
+
+#[test]
+#[ignore = "one rank of zero_redundancy_optimizer_matches_one_process_on_2_ranks (started by the launcher)"]
+fn rank_zero() {
+    ranks::sharded::zero();
 }
 
 #[test]

@@ -53,8 +53,9 @@ impl Parameter {
 
     /// A parameter slot holding `t` as it is, history included: a DataParallel replica's copy
     /// of a parameter, whose gradient flows back to the original (Note [DataParallel replicas]
-    /// in `parallel.rs`).
-    pub(crate) fn replica(t: Tensor) -> Parameter {
+    /// in `parallel.rs`), or FSDP's gathered parameter, a view of the all-gathered flat
+    /// parameter whose gradient flows back to the rank's shard.
+    pub fn replica(t: Tensor) -> Parameter {
         Parameter { tensor: t }
     }
 }

@@ -11,6 +11,8 @@ use aten::Tensor;
 use c10::{Error, ScalarType};
 use distributed::{self as dist, InitOptions, ReduceOp};
 
+pub mod sharded;
+
 /// Waits for a launcher (`mpirun`, `launch`) started with piped output: whether it succeeded
 /// and what it printed (read while it runs, so a full pipe never stalls it). Kills it and fails
 /// the test if it runs past `limit`.

@@ -90,6 +90,15 @@ impl Sequential {
     pub fn get_mut(&mut self, i: usize) -> Option<&mut (dyn Forward + 'static)> {
         self.modules.get_mut(i).map(|m| m.as_mut())
     }
+    /// Appends a boxed module.
+    pub fn push_boxed(&mut self, m: Box<dyn Forward>) {
+        self.modules.push(m);
+    }
+    /// Takes the children out, in order (a wrapper that rebuilds the container, such as FSDP's
+    /// auto-wrapping, puts them back with [`Sequential::push_boxed`]).
+    pub fn take_modules(&mut self) -> Vec<Box<dyn Forward>> {
+        std::mem::take(&mut self.modules)
+    }
 }
 
 impl Forward for Sequential {
