@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/scatter.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/types.h>
 
 struct gloo_shim_context {
   std::shared_ptr<gloo::rendezvous::Context> ctx;
@@ -199,6 +201,49 @@ int gloo_shim_allreduce(gloo_shim_context* c, void* buf, size_t count, size_t el
     // ones (one segment either way) are unchanged (Note [Gloo segment size]).
     opts.setMaxSegmentSize(kAllreduceSegment);
     gloo::allreduce(opts);
+  });
+}
+
+// The slot prefix of our reduce-scatter's messages: Gloo's collectives use 1 to 8 in the top
+// byte, our point-to-point messages 0x7e and 0x7f (gloo.rs).
+constexpr uint8_t kReduceScatterSlotPrefix = 0x7d;
+
+int gloo_shim_reduce_scatter(gloo_shim_context* c, void* buf, void* out, size_t block_count,
+                             size_t elsize, gloo_shim_reduce_fn fn, uint32_t tag,
+                             int64_t timeout_ms, char* err, size_t errlen) {
+  return guarded(err, errlen, [&] {
+    const auto& ctx = c->ctx;
+    const int n = ctx->size;
+    const int r = ctx->rank;
+    const size_t block = block_count * elsize;
+    auto* base = static_cast<unsigned char*>(buf);
+    if (n > 1 && block > 0) {
+      // Note [Gloo reduce-scatter]: a ring. In step k (0 <= k < n-1) rank r sends its partial
+      // sum of block (r-k-1) mod n to rank r+1 and adds what rank r-1 sends, its partial sum of
+      // block (r-k-2) mod n, into its own; after n-1 steps block r holds every rank's
+      // contribution. Each rank sends (n-1)/n of the buffer once, where an all-reduce sends it
+      // twice.
+      std::vector<unsigned char> inbox(block);
+      auto sendbuf = ctx->createUnboundBuffer(base, block * n);
+      auto recvbuf = ctx->createUnboundBuffer(inbox.data(), block);
+      const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, tag);
+      const int next = (r + 1) % n;
+      const int prev = (r + n - 1) % n;
+      for (int k = 0; k < n - 1; k++) {
+        const size_t sent = static_cast<size_t>(((r - k - 1) % n + n) % n);
+        const size_t added = static_cast<size_t>(((r - k - 2) % n + 2 * n) % n);
+        sendbuf->send(next, slot, sent * block, block);
+        recvbuf->recv(prev, slot, 0, block);
+        if (!recvbuf->waitRecv(ms(timeout_ms))) {
+          throw std::runtime_error("reduce_scatter: receive aborted");
+        }
+        fn(base + added * block, base + added * block, inbox.data(), block_count);
+        if (!sendbuf->waitSend(ms(timeout_ms))) {
+          throw std::runtime_error("reduce_scatter: send aborted");
+        }
+      }
+    }
+    std::memcpy(out, base + static_cast<size_t>(r) * block, block);
   });
 }
 

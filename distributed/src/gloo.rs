@@ -11,8 +11,9 @@
 //!   next tag (the same on every rank), and complete their [`Work`] there. Before each one the
 //!   ranks agree on it (Note [Agreeing on a collective]): ranks that disagree get an error,
 //!   never a hang or a crash.
-//! - Gloo has no reduce-scatter of its own for this API: it is an all-reduce of a copy of the
-//!   input, of which each rank keeps its block. `AVG` is a sum divided afterwards. Reductions
+//! - Gloo has no reduce-scatter of its own for this API: the shim runs a ring over Gloo's
+//!   point-to-point messages on a copy of the input (Note [Gloo reduce-scatter] in shim.cc).
+//!   `AVG` is a sum divided afterwards. Reductions
 //!   are Rust functions that Gloo calls back, one per dtype and operation (16-bit floats are
 //!   combined in f32 and rounded; min and max propagate NaN, as `torch.minimum`).
 //! - Point-to-point messages (Note [Gloo messages]) are posted when issued, so `isend` then
@@ -835,10 +836,28 @@ impl Run<'_> {
                 }
             })?,
             Collective::ReduceScatter { input, output, op } => {
-                let all = aten::ops::clone(input, None)?;
-                self.allreduce(name, &all, *op)?;
-                let n = output.numel();
-                output.copy_(&all.narrow(0, self.rank as i64 * n, n)?).call()?;
+                // The ring reduces in place (Note [Gloo reduce-scatter] in shim.cc): on a copy,
+                // so that the input is left as it was.
+                let scratch = aten::ops::clone(input, None)?;
+                let f = reduce_fn(*op, input.dtype());
+                call(name, |err, len| {
+                    // SAFETY: scratch holds size blocks of output's element count, both
+                    // contiguous host tensors of input's dtype.
+                    unsafe {
+                        ffi::gloo_shim_reduce_scatter(
+                            raw,
+                            ptr(&scratch),
+                            ptr(output),
+                            output.numel() as usize,
+                            output.dtype().size(),
+                            Some(f),
+                            tag,
+                            ms,
+                            err,
+                            len,
+                        )
+                    }
+                })?;
                 if *op == ReduceOp::Avg {
                     divide(output, self.size);
                 }
