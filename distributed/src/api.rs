@@ -220,11 +220,10 @@ fn init_by_device(spec: &str, options: &InitOptions) -> Result<ProcessGroup> {
         }
         made.push((b.clone(), init_one(b, &o)?));
     }
-    let backend_of = |b: &str| made.iter().find(|(n, _)| n == b).map(|(_, g)| g.backend_arc());
+    let backend_of = |b: &str| made.iter().find(|(n, _)| n == b).and_then(|(_, g)| g.backend_arc());
     let (Some(cpu_b), Some(cuda_b)) = (backend_of(&cpu), backend_of(&cuda)) else {
         return Err(invalid());
     };
-    let (Some(cpu_b), Some(cuda_b)) = (cpu_b, cuda_b) else { return Err(invalid()) };
     if cpu_b.rank() != cuda_b.rank() {
         return Err(dist_error(name, "the backends disagree on this process's rank"));
     }

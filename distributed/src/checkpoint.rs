@@ -118,10 +118,9 @@ pub fn save<M: Forward + 'static>(model: &FullyShardedDataParallel<M>, dir: impl
     let written = nn::serialize::save_file(mine.iter().map(|(n, t)| (n.as_str(), t)), None, dir.join(rank_file(rank)));
     // Every rank reports whether its file was written, so that no rank writes metadata for a
     // checkpoint another rank failed to complete.
-    let ok = Tensor::from_slice(&[i64::from(written.is_err())]);
-    unit.group.all_reduce(&ok, crate::ReduceOp::Sum)?.wait()?;
+    let all_written: Vec<bool> = crate::api::all_gather_object_in(&unit.group, &written.is_ok())?;
     written?;
-    if ok.to_vec::<i64>()?[0] != 0 {
+    if all_written.contains(&false) {
         return Err(ckpt_error("another rank failed to write its part of the checkpoint"));
     }
     if rank == 0 {

@@ -220,8 +220,20 @@ pub(crate) struct Unit {
     root: Mutex<Arc<RootState>>,
 }
 
-/// Every unit alive, for the saved-tensor hooks and for finding nested units by their shard.
+/// Every unit alive, for finding nested units by their shard.
 static UNITS: Mutex<Vec<Weak<Unit>>> = Mutex::new(Vec::new());
+
+/// The gathered flat parameters alive now, by the address of their storage, with their unit:
+/// what the pack hook looks a saved tensor's storage up in (a few entries at any time).
+static GATHERED: Mutex<Vec<(usize, Weak<Unit>)>> = Mutex::new(Vec::new());
+
+fn gathered() -> MutexGuard<'static, Vec<(usize, Weak<Unit>)>> {
+    GATHERED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn storage_key(t: &Tensor) -> usize {
+    t.storage().data_ptr() as usize
+}
 
 fn units() -> Vec<Arc<Unit>> {
     let mut all = UNITS.lock().unwrap_or_else(|e| e.into_inner());
@@ -299,7 +311,7 @@ impl Unit {
     }
 
     /// The gathered flat parameter: the one held, a prefetch's, or a new gather; kept.
-    fn take_full(&self) -> Result<Tensor> {
+    fn take_full(self: &Arc<Unit>) -> Result<Tensor> {
         let mut st = self.lock();
         if let Some(f) = &st.full {
             return Ok(f.clone());
@@ -316,6 +328,7 @@ impl Unit {
                 full
             }
         };
+        gathered().push((storage_key(&full), Arc::downgrade(self)));
         st.full = Some(full.clone());
         Ok(full)
     }
@@ -325,7 +338,10 @@ impl Unit {
     fn release(&self) -> Result<()> {
         let pending = {
             let mut st = self.lock();
-            st.full = None;
+            if let Some(full) = st.full.take() {
+                let key = storage_key(&full);
+                gathered().retain(|(k, _)| *k != key);
+            }
             st.pending.take()
         };
         if let Some((work, _)) = pending {
@@ -395,19 +411,17 @@ enum SavedParam {
 }
 
 fn pack(t: &Tensor) -> Result<Packed> {
-    for unit in units() {
-        let st = unit.lock();
-        if st.full.as_ref().is_some_and(|f| f.storage().is_same(t.storage())) {
-            drop(st);
-            return Ok(Box::new(SavedParam::View {
-                unit,
-                sizes: t.sizes().to_vec(),
-                strides: t.strides().to_vec(),
-                offset: t.storage_offset(),
-            }));
-        }
-    }
-    Ok(Box::new(SavedParam::Tensor(t.clone())))
+    let key = storage_key(t);
+    let unit = gathered().iter().find(|(k, _)| *k == key).and_then(|(_, u)| u.upgrade());
+    Ok(Box::new(match unit {
+        Some(unit) => SavedParam::View {
+            unit,
+            sizes: t.sizes().to_vec(),
+            strides: t.strides().to_vec(),
+            offset: t.storage_offset(),
+        },
+        None => SavedParam::Tensor(t.clone()),
+    }))
 }
 
 fn unpack(p: &Packed) -> Result<Tensor> {
@@ -611,16 +625,14 @@ fn build_unit(module_arc: Arc<Mutex<dyn Forward>>, group: ProcessGroup, options:
     // The nested units' shards are parameters named `..._flat_param`; the rest are ours.
     let mut children = Vec::new();
     let mut own: Vec<(String, Tensor)> = Vec::new();
-    let mut nested_prefixes: Vec<String> = Vec::new();
     module.visit_tensors("", &mut |name, m| {
         if let Member::Parameter(p) = m {
             if let Some(u) = all_units.iter().find(|u| u.shard.tensor().is_same(p.tensor())) {
                 let prefix = name.strip_suffix("_flat_param").unwrap_or(name).trim_end_matches('.').to_string();
                 // Only direct children: a grandchild's prefix extends a child's.
                 if u.is_root() {
-                    children.push((prefix.clone(), u.clone()));
+                    children.push((prefix, u.clone()));
                 }
-                nested_prefixes.push(prefix);
             } else {
                 own.push((name.to_string(), p.tensor().clone()));
             }
@@ -668,12 +680,10 @@ fn build_unit(module_arc: Arc<Mutex<dyn Forward>>, group: ProcessGroup, options:
         _ => (total + world as i64 - 1) / world as i64 * world as i64,
     };
     // Every rank must have the same model: compare the flat sizes.
-    let sizes = aten::ops::empty(&[world as i64], Some(ScalarType::I64), None, Some(Device::CPU), None, None)?;
-    group.all_gather_into_tensor(&sizes, &Tensor::from_slice(&[total]))?.wait()?;
-    if sizes.to_vec::<i64>()?.iter().any(|&n| n != total) {
+    let sizes: Vec<i64> = crate::api::all_gather_object_in(&group, &total)?;
+    if sizes.iter().any(|&n| n != total) {
         return Err(fsdp_error(format!(
-            "FSDP expects same model across all ranks, but the units' flat parameters have {:?} elements",
-            sizes.to_vec::<i64>()?
+            "FSDP expects same model across all ranks, but the units' flat parameters have {sizes:?} elements"
         )));
     }
     let flat = {
@@ -708,9 +718,8 @@ fn build_unit(module_arc: Arc<Mutex<dyn Forward>>, group: ProcessGroup, options:
     let mut buffers = Vec::new();
     module.visit_tensors_mut("", &mut |name, m| match m {
         MemberMut::Parameter(p) if own_names.contains(name) => *p = Parameter::replica(placeholder.detach()),
-        MemberMut::Buffer(b) if !nested_prefixes.iter().any(|n| name.starts_with(&format!("{n}."))) => {
-            buffers.push(b.tensor().clone())
-        }
+        // Nested units list no buffers: theirs are synchronised by their own construction.
+        MemberMut::Buffer(b) => buffers.push(b.tensor().clone()),
         _ => {}
     });
     if options.sync_module_states {

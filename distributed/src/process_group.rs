@@ -351,13 +351,13 @@ fn check_list(op: &str, what: &str, list: &[Tensor], like: &Tensor) -> Result<()
 }
 
 /// A flat buffer of `n` elements of `dtype` on `device`.
-fn flat(dtype: ScalarType, n: i64, device: Device) -> Result<Tensor> {
+pub(crate) fn flat(dtype: ScalarType, n: i64, device: Device) -> Result<Tensor> {
     aten::ops::empty(&[n], Some(dtype), None, Some(device), None, None)
 }
 
 /// Copies `list` (on any device) into consecutive runs of a new flat buffer of `dtype` on
 /// `device`.
-fn pack(list: &[Tensor], dtype: ScalarType, device: Device) -> Result<Tensor> {
+pub(crate) fn pack(list: &[Tensor], dtype: ScalarType, device: Device) -> Result<Tensor> {
     let buf = flat(dtype, list.iter().map(|t| t.numel()).sum(), device)?;
     let mut start = 0;
     for t in list {
@@ -369,7 +369,7 @@ fn pack(list: &[Tensor], dtype: ScalarType, device: Device) -> Result<Tensor> {
 }
 
 /// Copies consecutive blocks of `buf` into `list`.
-fn unpack(buf: &Tensor, list: &[Tensor]) -> Result<()> {
+pub(crate) fn unpack(buf: &Tensor, list: &[Tensor]) -> Result<()> {
     let mut start = 0;
     for t in list {
         let n = t.numel();

@@ -120,22 +120,16 @@ impl ZeroRedundancyOptimizer {
                 }
             }
             for (dtype, device) in kinds {
-                let list: Vec<&Tensor> = owned.iter().filter(|t| t.dtype() == dtype && t.device() == device).collect();
-                let n: i64 = list.iter().map(|t| t.numel()).sum();
-                let buf = aten::ops::empty(&[n], Some(dtype), None, Some(device), None, None)?;
-                let mut at = 0;
-                if r == self.rank {
-                    for t in &list {
-                        buf.narrow(0, at, t.numel())?.copy_(&t.reshape(&[-1])?).call()?;
-                        at += t.numel();
-                    }
-                }
+                let list: Vec<Tensor> =
+                    owned.iter().filter(|t| t.dtype() == dtype && t.device() == device).cloned().collect();
+                let buf = if r == self.rank {
+                    crate::process_group::pack(&list, dtype, device)?
+                } else {
+                    crate::process_group::flat(dtype, list.iter().map(Tensor::numel).sum(), device)?
+                };
                 self.group.broadcast(&buf, r)?.wait()?;
                 if r != self.rank {
-                    for t in &list {
-                        t.copy_(&buf.narrow(0, at, t.numel())?.view(t.sizes())?).call()?;
-                        at += t.numel();
-                    }
+                    crate::process_group::unpack(&buf, &list)?;
                 }
             }
         }
@@ -156,16 +150,7 @@ impl Optimizer for ZeroRedundancyOptimizer {
     }
 
     fn zero_grad(&self, set_to_none: bool) -> Result<()> {
-        for p in &self.params {
-            match (set_to_none, p.tensor().grad()) {
-                (true, Some(_)) => p.tensor().set_grad(None)?,
-                (false, Some(g)) => {
-                    g.zero_()?;
-                }
-                _ => {}
-            }
-        }
-        Ok(())
+        nn::optim::zero_grad_params(&self.params, set_to_none)
     }
 
     fn num_param_groups(&self) -> usize {

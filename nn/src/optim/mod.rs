@@ -63,6 +63,20 @@ pub(crate) fn zero_grad_range(name: &'static str) -> c10::record_function::Recor
     RecordFunction::start_named(RecordScope::Optimizer, || format!("Optimizer.zero_grad#{name}.zero_grad"))
 }
 
+/// `optimizer.zero_grad(set_to_none)` over `params`: clears every `.grad` (`true`) or zeroes it in
+/// place (`false`). For optimizers that wrap others (`ZeroRedundancyOptimizer`).
+pub fn zero_grad_params<'a>(params: impl IntoIterator<Item = &'a Parameter>, set_to_none: bool) -> Result<()> {
+    let _no_grad = autograd::no_grad();
+    for p in params {
+        if set_to_none {
+            p.set_grad(None)?;
+        } else if let Some(g) = p.grad() {
+            g.detach().zero_()?;
+        }
+    }
+    Ok(())
+}
+
 /// What every optimizer offers: the update, gradient clearing, its parameter groups' learning
 /// rates (what [`lr_scheduler`]s change) and its state as a [`OptimizerStateDict`].
 ///
@@ -495,15 +509,7 @@ impl<O: GroupOptions, S: ParamState> ParamGroups<O, S> {
     }
 
     pub(crate) fn zero_grad(&self, set_to_none: bool) -> Result<()> {
-        let _no_grad = autograd::no_grad();
-        for p in self.groups.iter().flat_map(|g| &g.params) {
-            if set_to_none {
-                p.set_grad(None)?;
-            } else if let Some(g) = p.grad() {
-                g.detach().zero_()?;
-            }
-        }
-        Ok(())
+        zero_grad_params(self.groups.iter().flat_map(|g| &g.params), set_to_none)
     }
 
     pub(crate) fn lr(&self, group: usize) -> f64 {
