@@ -37,13 +37,20 @@
 //! - at connection every rank publishes its host name and process id in the store, and a
 //!   heartbeat thread then adds 1 to the rank's `heartbeat/<rank>` counter every second and
 //!   reads every rank's; a rank whose counter stands still for [`DEAD_AFTER`] is declared
-//!   dead (on any host). A store that stops answering is a failure too (rank 0 serves it).
+//!   dead (on any host). A store that stops answering is a failure too (rank 0 serves it),
+//!   named after a rank of this host whose process ended when there is one (rank 0 often exits
+//!   because it noticed another rank's death, and its published verdict goes with its store).
 //! - when an operation fails in Gloo, the ranks on this host are checked directly (their
 //!   process is gone, or a zombie), so the error names the dead rank at once; otherwise it
 //!   waits a little for the heartbeat's verdict.
 //! - a verdict fails every pending [`Work`] of the world and of its sub-groups with an error
 //!   naming the rank, and every later operation fails with it at once: a rank blocked in a
 //!   collective returns instead of waiting for the group's timeout (30 minutes by default).
+//! - the first verdict is published in the store, and each heartbeat reads it: a rank blocked
+//!   on a live peer (whose transport says nothing until that peer exits) adopts it within a
+//!   second. Each rank that holds a verdict counts itself in the store, and rank 0's world
+//!   waits on drop (at most [`LINGER`]) until every rank still running has, so that its
+//!   store, which goes with its process, outlives the reading.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -433,6 +440,10 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 const DEAD_AFTER: Duration = Duration::from_secs(6);
 /// The store key where the first rank to notice a failure describes it.
 const FAILURE_KEY: &str = "failure";
+/// The store counter of the ranks that hold a verdict.
+const SEEN_KEY: &str = "failure/seen";
+/// How long rank 0 keeps its store up, at most, for the other ranks to read its verdict.
+const LINGER: Duration = Duration::from_secs(3);
 
 /// This host's name (empty when unknown).
 fn host_name() -> String {
@@ -519,6 +530,8 @@ impl Liveness {
             tracing::error!(target: "torch::distributed", "{why}");
             *v = Some(why.clone());
         }
+        // Best effort, for rank 0's linger.
+        let _ = self.store.add(SEEN_KEY, 1);
         for w in self.pending.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
             w.complete(Err(dist_error(w.op(), why.clone())));
         }
@@ -535,11 +548,31 @@ impl Liveness {
         pending.push(work.clone());
     }
 
-    /// A rank of this host whose process has ended.
-    fn dead_local_rank(&self) -> Option<usize> {
-        self.peers.iter().enumerate().find_map(|(r, (host, pid))| {
-            (r != self.rank && *host == self.host && *pid > 0 && process_ended(*pid)).then_some(r)
-        })
+    /// The other ranks of this host whose process has ended.
+    fn dead_local_ranks(&self) -> Vec<usize> {
+        (0..self.peers.len())
+            .filter(|&r| {
+                let (host, pid) = &self.peers[r];
+                r != self.rank && *host == self.host && *pid > 0 && process_ended(*pid)
+            })
+            .collect()
+    }
+
+    /// The ranks of this host whose process has ended, described, or `None` when there are none.
+    /// Rank 0 comes last: it serves the store, and when it ended beside another rank it most
+    /// likely exited because it noticed that one's death (and its published verdict went with
+    /// its store).
+    fn describe_dead_local_ranks(&self) -> Option<String> {
+        let mut dead = self.dead_local_ranks();
+        dead.sort_by_key(|&r| (r == 0, r));
+        let (&first, rest) = dead.split_first()?;
+        let (host, pid) = &self.peers[first];
+        let mut why = format!("rank {first} has died (its process {pid} on {host} ended)");
+        if !rest.is_empty() {
+            let others: Vec<String> = rest.iter().map(|r| r.to_string()).collect();
+            why.push_str(&format!("; the processes of ranks {} have ended too", others.join(", ")));
+        }
+        Some(why)
     }
 
     /// `e` with the dead rank named when it is a failure in Gloo (see [`Liveness::explain`]).
@@ -549,6 +582,23 @@ impl Liveness {
                 self.explain(e)
             }
             _ => e,
+        }
+    }
+
+    /// On rank 0, which serves the store, after a verdict: waits (at most [`LINGER`]) until
+    /// every rank still running holds a verdict too, so that the published one is read before
+    /// the store goes away with this process.
+    fn linger(&self) {
+        if self.rank != 0 || self.verdict().is_none() {
+            return;
+        }
+        let want = (self.peers.len() - self.dead_local_ranks().len()) as i64;
+        let deadline = Instant::now() + LINGER;
+        while Instant::now() < deadline {
+            match self.store.add(SEEN_KEY, 0) {
+                Ok(seen) if seen < want => std::thread::sleep(Duration::from_millis(20)),
+                _ => return,
+            }
         }
     }
 
@@ -569,15 +619,12 @@ impl Liveness {
             if self.verdict().is_none() {
                 if let Some(why) = self.published() {
                     self.fail(why, false);
-                } else if let Some(r) = self.dead_local_rank() {
+                } else if let Some(dead) = self.describe_dead_local_ranks() {
                     // A rank that noticed the failure first published it before it exited:
                     // read the store again before naming this one.
                     match self.published() {
                         Some(why) => self.fail(why, false),
-                        None => {
-                            let (host, pid) = &self.peers[r];
-                            self.fail(format!("rank {r} has died (its process {pid} on {host} ended)"), true);
-                        }
+                        None => self.fail(dead, true),
                     }
                 }
             }
@@ -607,6 +654,11 @@ fn heartbeat(live: Weak<Liveness>, rank: usize, size: usize) {
         if live.verdict().is_some() {
             return;
         }
+        // A rank blocked on a live peer learns of a failure here, not from its own transport.
+        if let Some(why) = live.published() {
+            live.fail(why, false);
+            return;
+        }
         let beat = live.store.add(keys[rank], 1).and_then(|_| live.store.multi_get(&keys));
         match beat {
             Ok(values) => {
@@ -628,10 +680,13 @@ fn heartbeat(live: Weak<Liveness>, rank: usize, size: usize) {
                 }
             }
             Err(e) => {
-                live.fail(
-                    format!("the rendezvous store stopped answering (rank 0 serves it; it may have died): {e}"),
-                    false,
-                );
+                // The store's host often exits because it noticed a dead rank first (and its
+                // published verdict went with it): a rank of this host whose process ended is
+                // the better answer.
+                let why = live.describe_dead_local_ranks().unwrap_or_else(|| {
+                    format!("the rendezvous store stopped answering (rank 0 serves it; it may have died): {e}")
+                });
+                live.fail(why, false);
                 return;
             }
         }
@@ -658,6 +713,17 @@ pub(crate) struct GlooBackend {
     splits: AtomicUsize,
     /// The world's (Note [Noticing a dead rank]).
     live: Arc<Liveness>,
+    /// Whether this is the world (whose drop lingers for the verdict, Note [Noticing a dead rank]).
+    is_world: bool,
+}
+
+impl Drop for GlooBackend {
+    fn drop(&mut self) {
+        if self.is_world {
+            // Before `store` (and rank 0's server in it) goes.
+            self.live.linger();
+        }
+    }
 }
 
 /// The worlds this process connected, for their store prefixes.
@@ -674,6 +740,7 @@ fn group(
 ) -> Result<GlooBackend> {
     let scoped = Arc::new(PrefixStore::new(&prefix, store.clone()));
     let ctx = Arc::new(connect(&*scoped, rank, size, timeout)?);
+    let is_world = live.is_none();
     let live = match live {
         Some(live) => live,
         None => Liveness::start(scoped, rank, size)?,
@@ -699,6 +766,7 @@ fn group(
         prefix,
         splits: AtomicUsize::new(0),
         live,
+        is_world,
     })
 }
 
