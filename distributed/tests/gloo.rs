@@ -281,6 +281,19 @@ fn a_gloo_world_of_one() {
     let store = Arc::new(dist::HashStore::new());
     dist::init_process_group_with(dist::InitOptions::new("gloo").store(store).rank(0).world_size(1)).unwrap();
     assert_eq!(dist::get_backend().unwrap(), "gloo");
+    // Note [Gloo's loop thread]: the device's loop thread runs under SCHED_BATCH (3), and the
+    // thread that created it is back under SCHED_OTHER (0).
+    let policy = |stat: &str| -> u32 {
+        let (_, rest) = stat.rsplit_once(')').unwrap();
+        rest.split_whitespace().nth(38).unwrap().parse().unwrap()
+    };
+    assert_eq!(policy(&std::fs::read_to_string("/proc/thread-self/stat").unwrap()), 0);
+    let batch = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("stat")).ok())
+        .filter(|stat| policy(stat) == 3)
+        .count();
+    assert!(batch >= 1, "no thread of this process runs under SCHED_BATCH");
     let t = Tensor::from_vec(vec![1.5f32, -2.0], &[2]).unwrap();
     dist::all_reduce(&t, ReduceOp::Sum).unwrap();
     assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.5, -2.0]);
