@@ -32,6 +32,15 @@
 //!   gradients were reduced. `forward_prefetch` gathers the next unit of the previous
 //!   iteration's order while the current one computes. Every rank runs the same graph, so all
 //!   ranks issue the same collectives in the same order.
+//!
+//! Note [FSDP CPU offload]: PyTorch's `CPUOffload(offload_params=True)`. Each rank's shard (the
+//! optimizer's parameter) and its gradient live on the CPU; the unit gathers its shards there
+//! (the group's CPU backend) and copies the gathered flat parameter to the compute device
+//! (`device_id`, else the parameters' device) for the module's forward and backward, where the
+//! saved-tensor hooks find it as before. Backward lays the gradients out on the compute device,
+//! copies them to the CPU and reduce-scatters there. So the compute device holds only the units
+//! being computed (and a prefetched one) at any time: a model larger than a device's memory
+//! trains when each unit fits. The root moves its input to the compute device.
 //! - The module's buffers stay whole on every rank. [`FullyShardedDataParallel::full_state_dict`]
 //!   gathers an ordinary state dict with the original names; [`crate::checkpoint`] saves and
 //!   loads the shards themselves, at any world size.
@@ -118,6 +127,14 @@ impl Default for MixedPrecision {
     }
 }
 
+/// PyTorch's `CPUOffload` (Note [FSDP CPU offload]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuOffload {
+    /// Keep each rank's shard and its gradient on the CPU (the optimizer steps there); a unit's
+    /// gathered parameters are copied to the compute device for its forward and backward.
+    pub offload_params: bool,
+}
+
 /// The options of [`FullyShardedDataParallel`], with PyTorch's defaults.
 #[derive(Clone, Debug)]
 pub struct FsdpOptions {
@@ -135,6 +152,11 @@ pub struct FsdpOptions {
     pub mixed_precision: Option<MixedPrecision>,
     /// The group to shard over (the default group when `None`).
     pub process_group: Option<ProcessGroup>,
+    /// Shards and gradients on the CPU (off).
+    pub cpu_offload: CpuOffload,
+    /// The device units compute on (PyTorch's `device_id`): the parameters' device when `None`.
+    /// Without offload the shards and buffers move there.
+    pub device_id: Option<Device>,
 }
 
 impl Default for FsdpOptions {
@@ -147,6 +169,8 @@ impl Default for FsdpOptions {
             sync_module_states: false,
             mixed_precision: None,
             process_group: None,
+            cpu_offload: CpuOffload::default(),
+            device_id: None,
         }
     }
 }
@@ -204,14 +228,17 @@ pub(crate) struct Unit {
     param_dtype: ScalarType,
     reduce_dtype: ScalarType,
     mixed_precision: Option<MixedPrecision>,
+    /// Where the shard lives: the CPU under [`CpuOffload`], else `compute_device`.
     pub(crate) device: Device,
+    /// Where the gathered parameters live and the module computes (Note [FSDP CPU offload]).
+    pub(crate) compute_device: Device,
     /// This rank's shard (`_flat_param`).
     pub(crate) shard: Parameter,
     /// The nested units directly inside this one, with their paths in this unit's module.
     pub(crate) children: Vec<(String, Arc<Unit>)>,
     /// The unit's module (its parameter slots hold `placeholder` between forwards).
     pub(crate) module: Arc<Mutex<dyn Forward>>,
-    /// An empty tensor of the flat parameter's dtype and device.
+    /// An empty tensor of the flat parameter's dtype on the compute device.
     placeholder: Tensor,
     backward_prefetch: Option<BackwardPrefetch>,
     forward_prefetch: bool,
@@ -328,6 +355,7 @@ impl Unit {
                 full
             }
         };
+        let full = if full.device() == self.compute_device { full } else { full.to_device(self.compute_device)? };
         gathered().push((storage_key(&full), Arc::downgrade(self)));
         st.full = Some(full.clone());
         Ok(full)
@@ -458,14 +486,24 @@ impl Function for AllGather {
         for (p, g) in u.params.iter().zip(grads) {
             parts.push(match g {
                 Some(g) => g.reshape(&[-1])?,
-                None => aten::ops::zeros(&[p.numel], Some(u.param_dtype), None, Some(u.device), None)?,
+                None => aten::ops::zeros(&[p.numel], Some(u.param_dtype), None, Some(u.compute_device), None)?,
             });
         }
         if u.padded > u.total {
-            parts.push(aten::ops::zeros(&[u.padded - u.total], Some(u.param_dtype), None, Some(u.device), None)?);
+            parts.push(aten::ops::zeros(
+                &[u.padded - u.total],
+                Some(u.param_dtype),
+                None,
+                Some(u.compute_device),
+                None,
+            )?);
         }
         let mut flat = aten::ops::cat(&parts, 0)?;
         drop(parts);
+        if flat.device() != u.device {
+            // Offloaded: the gradient is reduced and kept on the CPU (Note [FSDP CPU offload]).
+            flat = flat.to_device(u.device)?;
+        }
         if flat.dtype() != u.reduce_dtype {
             flat = flat.to(u.reduce_dtype).call()?;
         }
@@ -673,7 +711,10 @@ fn build_unit(module_arc: Arc<Mutex<dyn Forward>>, group: ProcessGroup, options:
         data.push(t.clone());
     }
     let total = offset;
-    let (dtype, device) = data.first().map_or((ScalarType::F32, Device::CPU), |t| (t.dtype(), t.device()));
+    let (dtype, param_device) = data.first().map_or((ScalarType::F32, Device::CPU), |t| (t.dtype(), t.device()));
+    // Note [FSDP CPU offload].
+    let compute_device = options.device_id.unwrap_or(param_device);
+    let device = if options.cpu_offload.offload_params { Device::CPU } else { compute_device };
     let strategy = options.sharding_strategy;
     let padded = match strategy {
         ShardingStrategy::NoShard => total,
@@ -690,10 +731,10 @@ fn build_unit(module_arc: Arc<Mutex<dyn Forward>>, group: ProcessGroup, options:
         let _g = autograd::no_grad();
         let mut parts: Vec<Tensor> = data.iter().map(|t| t.detach().reshape(&[-1])).collect::<Result<_>>()?;
         if padded > total {
-            parts.push(aten::ops::zeros(&[padded - total], Some(dtype), None, Some(device), None)?);
+            parts.push(aten::ops::zeros(&[padded - total], Some(dtype), None, Some(param_device), None)?);
         }
         if parts.is_empty() {
-            aten::ops::empty(&[0], Some(dtype), None, Some(device), None, None)?
+            aten::ops::empty(&[0], Some(dtype), None, Some(param_device), None, None)?
         } else {
             aten::ops::cat(&parts, 0)?
         }
@@ -712,16 +753,27 @@ fn build_unit(module_arc: Arc<Mutex<dyn Forward>>, group: ProcessGroup, options:
     let requires_grad = data.first().is_none_or(|t| t.requires_grad());
     let shard = Parameter::with_requires_grad(shard_data, requires_grad)?;
     drop(data);
-    // The module's slots get placeholders; its buffers are whole (broadcast if asked).
-    let placeholder = aten::ops::empty(&[0], Some(dtype), None, Some(device), None, None)?;
+    // The module's slots get placeholders; its buffers are whole (broadcast if asked) and on
+    // the compute device.
+    let placeholder = aten::ops::empty(&[0], Some(dtype), None, Some(compute_device), None, None)?;
     let own_names: std::collections::HashSet<&str> = own.iter().map(|(n, _)| n.as_str()).collect();
     let mut buffers = Vec::new();
+    let mut moved: Result<()> = Ok(());
     module.visit_tensors_mut("", &mut |name, m| match m {
         MemberMut::Parameter(p) if own_names.contains(name) => *p = Parameter::replica(placeholder.detach()),
         // Nested units list no buffers: theirs are synchronised by their own construction.
-        MemberMut::Buffer(b) => buffers.push(b.tensor().clone()),
+        MemberMut::Buffer(b) => {
+            if b.tensor().device() != compute_device && moved.is_ok() {
+                match b.tensor().to_device(compute_device) {
+                    Ok(t) => b.set(t),
+                    Err(e) => moved = Err(e),
+                }
+            }
+            buffers.push(b.tensor().clone())
+        }
         _ => {}
     });
+    moved?;
     if options.sync_module_states {
         for b in &buffers {
             group.broadcast(b, 0)?.wait()?;
@@ -751,6 +803,7 @@ fn build_unit(module_arc: Arc<Mutex<dyn Forward>>, group: ProcessGroup, options:
         reduce_dtype,
         mixed_precision: mp,
         device,
+        compute_device,
         shard,
         children,
         placeholder,
@@ -900,6 +953,8 @@ impl<M: Forward + 'static> Forward for FullyShardedDataParallel<M> {
             Some(d) => x.to(d).call()?,
             None => x.clone(),
         };
+        // The root moves its input to the compute device, as PyTorch's root pre-forward does.
+        let x = if unit.is_root() && x.device() != unit.compute_device { x.to_device(unit.compute_device)? } else { x };
         let mut m = self.module();
         install(&mut *m, unit, Some(&params));
         let hooks = (unit.strategy == ShardingStrategy::FullShard && autograd::is_grad_enabled())

@@ -278,6 +278,29 @@ pub fn memory_reserved(device: Device) -> Result<usize> {
     caching_allocator()?.memory_reserved(index(device)? as i8)
 }
 
+/// `torch.cuda.max_memory_reserved(device)`.
+pub fn max_memory_reserved(device: Device) -> Result<usize> {
+    caching_allocator()?.max_memory_reserved(index(device)? as i8)
+}
+
+/// `torch.cuda.reset_peak_memory_stats(device)`.
+pub fn reset_peak_memory_stats(device: Device) -> Result<()> {
+    caching_allocator()?.reset_peak_memory_stats(index(device)? as i8)
+}
+
+/// `torch.cuda.set_per_process_memory_fraction(fraction, device)`: the caching allocator
+/// reserves at most `fraction` of the device's memory; an allocation past it fails with
+/// `OutOfMemory`. 1 removes the limit.
+pub fn set_per_process_memory_fraction(fraction: f64, device: Device) -> Result<()> {
+    caching_allocator()?.set_memory_fraction(fraction, index(device)? as i8)
+}
+
+/// `torch.cuda.mem_get_info(device)`: the device's free and total bytes, from the driver.
+pub fn mem_get_info(device: Device) -> Result<(usize, usize)> {
+    let i = index(device)?;
+    checked_driver()?.mem_info(i)
+}
+
 /// `torch.cuda.memory_stats(device)`.
 pub fn memory_stats(device: Device) -> Result<MemoryStats> {
     caching_allocator()?.memory_stats(index(device)? as i8)

@@ -22,9 +22,14 @@ const LR: f64 = 0.05;
 
 /// The model, the same on every rank and in every process (seeded).
 pub fn make(width: i64) -> c10::Result<Sequential> {
+    make_deep(width, LAYERS)
+}
+
+/// `layers` × (Linear(width, width), Tanh), then Linear(width, 4) (seeded).
+pub fn make_deep(width: i64, layers: usize) -> c10::Result<Sequential> {
     aten::manual_seed(11);
     let mut seq = Sequential::new();
-    for _ in 0..LAYERS {
+    for _ in 0..layers {
         seq.push(Linear::new(width, width)?);
         seq.push(Tanh::new());
     }
@@ -34,8 +39,13 @@ pub fn make(width: i64) -> c10::Result<Sequential> {
 
 /// Step `s`'s batch: inputs [BATCH, W] and targets [BATCH, 4], the same everywhere.
 pub fn batch(s: usize) -> (Tensor, Tensor) {
+    batch_of(s, W)
+}
+
+/// Step `s`'s batch for a model of `width`.
+pub fn batch_of(s: usize, width: i64) -> (Tensor, Tensor) {
     aten::manual_seed(1000 + s as u64);
-    let x = aten::ops::randn(&[BATCH, W], None, None, None, None).unwrap();
+    let x = aten::ops::randn(&[BATCH, width], None, None, None, None).unwrap();
     let y = aten::ops::randn(&[BATCH, 4], None, None, None, None).unwrap();
     (x, y)
 }
@@ -52,11 +62,16 @@ pub fn mse(out: &Tensor, y: &Tensor) -> Tensor {
 
 /// One process, the whole batch: the losses per step and the trained model.
 pub fn reference() -> (Vec<f64>, Sequential) {
-    let model = make(W).unwrap();
+    reference_of(W, LAYERS)
+}
+
+/// [`reference`] for [`make_deep`]`(width, layers)`.
+pub fn reference_of(width: i64, layers: usize) -> (Vec<f64>, Sequential) {
+    let model = make_deep(width, layers).unwrap();
     let mut opt = SGD::new(model.parameters(), SGDOptions::default().lr(LR)).unwrap();
     let mut losses = Vec::new();
     for s in 0..STEPS {
-        let (x, y) = batch(s);
+        let (x, y) = batch_of(s, width);
         opt.zero_grad(true).unwrap();
         let l = mse(&model.call(&x).unwrap(), &y);
         losses.push(l.item::<f64>().unwrap());
@@ -291,6 +306,116 @@ pub fn zero() {
     }
     let err = zero.state_dict().unwrap_err().to_string();
     assert!(err.contains("consolidate_state_dict"), "{err}");
+    dist::destroy_process_group().unwrap();
+    done(rank);
+}
+
+/// The offloaded model of [`fsdp_offload`]: 29 × (Linear(384, 384), Tanh), then
+/// Linear(384, 4): 4,288,900 parameters, 17,155,600 bytes in f32, 4.09 times the device cap of
+/// 4 MiB. A unit's gathered parameters (591 KB) stay under the allocator's 1 MB small-block size.
+pub const OFFLOAD_W: i64 = 384;
+pub const OFFLOAD_LAYERS: usize = 29;
+pub const DEVICE_CAP: usize = 4 << 20;
+
+/// FSDP with CPU offload on 4 ranks, each computing on its emulated CUDA device under a cap of a
+/// quarter of the model's bytes (Note [FSDP CPU offload]): the shards and their gradients stay
+/// on the CPU, the losses match one process within 1e-5 for 20 steps, the device's peak is
+/// reported and under the cap, and the whole model does not fit on the device. Then `device_id`
+/// without offload: the shards and gradients on the device, the outputs of the CPU model.
+#[cfg(feature = "cuda")]
+pub fn fsdp_offload() {
+    use distributed::fsdp::CpuOffload;
+    kernels_cuda::driver::select(kernels_cuda::driver::DriverKind::Emulator).unwrap();
+    kernels_cuda::runtime::init();
+    aten::set_num_threads(1).unwrap();
+    let (rank, size) = init();
+    assert_eq!(size, 4);
+    let cuda = c10::Device::cuda(0);
+    let (want_losses, want_model) = reference_of(OFFLOAD_W, OFFLOAD_LAYERS);
+    let want_state = want_model.state_dict();
+    drop(want_model);
+    let model_bytes = make_deep(OFFLOAD_W, OFFLOAD_LAYERS).unwrap().num_parameters() as usize * 4;
+    assert_eq!(model_bytes, 17_155_600);
+    assert!(model_bytes >= 4 * DEVICE_CAP, "the model is 4x the device cap");
+
+    // The cap on the device's caching allocator (PyTorch's set_per_process_memory_fraction).
+    let capacity = kernels_cuda::runtime::mem_get_info(cuda).unwrap().1;
+    kernels_cuda::runtime::set_per_process_memory_fraction(DEVICE_CAP as f64 / capacity as f64, cuda).unwrap();
+    // The whole model does not fit on the device.
+    let mut whole = make_deep(OFFLOAD_W, OFFLOAD_LAYERS).unwrap();
+    match whole.to_device(cuda) {
+        Err(c10::Error::CudaOutOfMemory { allowed: Some(DEVICE_CAP), .. }) => {}
+        Err(e) => panic!("expected out of memory, got {e}"),
+        Ok(_) => panic!("the whole model fits under the device cap"),
+    }
+    drop(whole);
+    kernels_cuda::runtime::empty_cache().unwrap();
+    kernels_cuda::runtime::reset_peak_memory_stats(cuda).unwrap();
+
+    let options = FsdpOptions {
+        auto_wrap_policy: Some(AutoWrapPolicy::ModuleTypes(vec!["Linear".into()])),
+        cpu_offload: CpuOffload { offload_params: true },
+        device_id: Some(cuda),
+        ..Default::default()
+    };
+    let model = FullyShardedDataParallel::with_options(make_deep(OFFLOAD_W, OFFLOAD_LAYERS).unwrap(), options).unwrap();
+    let shards = model.parameters();
+    assert!(shards.iter().all(|p| p.device().is_cpu()), "the shards stay on the CPU");
+    let mut opt = SGD::new(shards.clone(), SGDOptions::default().lr(LR)).unwrap();
+    let part = BATCH / size as i64;
+    let mut losses = Vec::new();
+    for s in 0..STEPS {
+        let (x, y) = batch_of(s, OFFLOAD_W);
+        let x = x.narrow(0, part * rank as i64, part).unwrap();
+        let y = y.narrow(0, part * rank as i64, part).unwrap().to_device(cuda).unwrap();
+        opt.zero_grad(true).unwrap();
+        let out = model.call(&x).unwrap();
+        assert_eq!(out.device(), cuda, "the model computes on the device");
+        let l = mse(&out, &y);
+        let mean = l.detach().reshape(&[1]).unwrap();
+        dist::all_reduce(&mean, ReduceOp::Sum).unwrap();
+        losses.push(mean.item::<f64>().unwrap() / size as f64);
+        l.backward().unwrap();
+        // (The root unit has no parameters of its own: its shard is empty and gets no gradient.)
+        for p in shards.iter().filter(|p| p.numel() > 0) {
+            let g = p.tensor().grad().expect("every shard has a gradient");
+            assert!(g.device().is_cpu(), "the gradients stay on the CPU");
+        }
+        opt.step().unwrap();
+    }
+    let peak = kernels_cuda::runtime::max_memory_reserved(cuda).unwrap();
+    let allocated = kernels_cuda::runtime::max_memory_allocated(cuda).unwrap();
+    println!(
+        "rank {rank}: CPU offload device peak {peak} bytes reserved ({allocated} allocated) under a cap of \
+         {DEVICE_CAP}, for a model of {model_bytes} bytes"
+    );
+    assert!(peak <= DEVICE_CAP);
+    assert_losses("CPU offload", &losses, &want_losses);
+    let state = model.full_state_dict().unwrap();
+    for (name, t) in want_state.iter() {
+        assert_close(&format!("CPU offload {name}"), &state.get(name).unwrap().to_device(c10::Device::CPU).unwrap(), t);
+    }
+
+    // `device_id` without offload: the shards move to the device, and the model computes there
+    // with the outputs of the model on the CPU.
+    kernels_cuda::runtime::set_per_process_memory_fraction(1.0, cuda).unwrap();
+    let options = FsdpOptions {
+        auto_wrap_policy: Some(AutoWrapPolicy::ModuleTypes(vec!["Linear".into()])),
+        device_id: Some(cuda),
+        ..Default::default()
+    };
+    let on_device =
+        FullyShardedDataParallel::with_options(make_deep(OFFLOAD_W, OFFLOAD_LAYERS).unwrap(), options).unwrap();
+    assert!(on_device.parameters().iter().all(|p| p.device() == cuda), "the shards move to device_id");
+    let (x, _) = batch_of(0, OFFLOAD_W);
+    let out = on_device.call(&x).unwrap();
+    assert_eq!(out.device(), cuda);
+    let want = make_deep(OFFLOAD_W, OFFLOAD_LAYERS).unwrap().call(&x).unwrap();
+    assert_close("device_id", &out.cpu().unwrap(), &want);
+    aten::ops::sum(&out, None).unwrap().backward().unwrap();
+    for p in on_device.parameters().iter().filter(|p| p.numel() > 0) {
+        assert_eq!(p.tensor().grad().expect("a gradient").device(), cuda, "the gradients stay on the device");
+    }
     dist::destroy_process_group().unwrap();
     done(rank);
 }
