@@ -255,33 +255,40 @@ int gloo_shim_reduce_scatter(gloo_shim_context* c, void* buf, void* out, size_t 
     const int r = ctx->rank;
     const size_t block = block_count * elsize;
     auto* base = static_cast<unsigned char*>(buf);
-    if (n > 1 && block > 0) {
-      // Note [Gloo reduce-scatter]: a ring. In step k (0 <= k < n-1) rank r sends its partial
-      // sum of block (r-k-1) mod n to rank r+1 and adds what rank r-1 sends, its partial sum of
-      // block (r-k-2) mod n, into its own; after n-1 steps block r holds every rank's
-      // contribution. Each rank sends (n-1)/n of the buffer once, where an all-reduce sends it
-      // twice.
-      std::vector<unsigned char> inbox(block);
-      auto sendbuf = ctx->createUnboundBuffer(base, block * n);
-      auto recvbuf = ctx->createUnboundBuffer(inbox.data(), block);
-      const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, tag);
-      const int next = (r + 1) % n;
-      const int prev = (r + n - 1) % n;
-      for (int k = 0; k < n - 1; k++) {
-        const size_t sent = static_cast<size_t>(((r - k - 1) % n + n) % n);
-        const size_t added = static_cast<size_t>(((r - k - 2) % n + 2 * n) % n);
-        sendbuf->send(next, slot, sent * block, block);
-        recvbuf->recv(prev, slot, 0, block);
-        if (!recvbuf->waitRecv(ms(timeout_ms))) {
-          throw std::runtime_error("reduce_scatter: receive aborted");
-        }
-        fn(base + added * block, base + added * block, inbox.data(), block_count);
-        if (!sendbuf->waitSend(ms(timeout_ms))) {
-          throw std::runtime_error("reduce_scatter: send aborted");
-        }
+    if (n == 1 || block == 0) {
+      std::memcpy(out, base + static_cast<size_t>(r) * block, block);
+      return;
+    }
+    // Note [Gloo reduce-scatter]: a ring. In step k (0 <= k < n-1) rank r sends its partial
+    // sum of block (r-k-1) mod n to rank r+1 and adds what rank r-1 sends, its partial sum of
+    // block (r-k-2) mod n, to its own input's block; after n-1 steps the sum of block r holds
+    // every rank's contribution. Each rank sends (n-1)/n of the buffer once, where an
+    // all-reduce sends it twice. The input is only read: a partial sum goes to one of two
+    // block-sized accumulators (the one not being sent), the last one to `out`.
+    std::vector<unsigned char> inbox(block);
+    std::vector<unsigned char> acc(2 * block);
+    auto inputbuf = ctx->createUnboundBuffer(base, block * n);
+    auto accbuf = ctx->createUnboundBuffer(acc.data(), 2 * block);
+    auto recvbuf = ctx->createUnboundBuffer(inbox.data(), block);
+    const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, tag);
+    const int next = (r + 1) % n;
+    const int prev = (r + n - 1) % n;
+    for (int k = 0; k < n - 1; k++) {
+      const size_t sent = static_cast<size_t>(((r - k - 1) % n + n) % n);
+      const size_t added = static_cast<size_t>(((r - k - 2) % n + 2 * n) % n);
+      // Step 0 sends the input's block; step k > 0 the partial sum step k-1 wrote.
+      auto& sender = k == 0 ? inputbuf : accbuf;
+      sender->send(next, slot, k == 0 ? sent * block : static_cast<size_t>((k - 1) % 2) * block, block);
+      recvbuf->recv(prev, slot, 0, block);
+      if (!recvbuf->waitRecv(ms(timeout_ms))) {
+        throw std::runtime_error("reduce_scatter: receive aborted");
+      }
+      void* sum = k == n - 2 ? out : acc.data() + static_cast<size_t>(k % 2) * block;
+      fn(sum, base + added * block, inbox.data(), block_count);
+      if (!sender->waitSend(ms(timeout_ms))) {
+        throw std::runtime_error("reduce_scatter: send aborted");
       }
     }
-    std::memcpy(out, base + static_cast<size_t>(r) * block, block);
   });
 }
 

@@ -55,8 +55,8 @@ int gloo_shim_allreduce(gloo_shim_context* ctx, void* buf, size_t count, size_t 
                         gloo_shim_reduce_fn fn, uint32_t tag, int64_t timeout_ms, char* err,
                         size_t errlen);
 /* `out` (root only; NULL elsewhere) receives the reduction of every rank's `in`. */
-/* Reduce-scatter of `buf` (size blocks of `block_count` elements, used as scratch: its contents
- * are changed) into `out` (this rank's block), as a ring over Gloo's point-to-point messages. */
+/* Reduce-scatter of `buf` (size blocks of `block_count` elements, only read) into `out` (this
+ * rank's block), as a ring over Gloo's point-to-point messages. */
 int gloo_shim_reduce_scatter(gloo_shim_context* ctx, void* buf, void* out, size_t block_count,
                              size_t elsize, gloo_shim_reduce_fn fn, uint32_t tag,
                              int64_t timeout_ms, char* err, size_t errlen);

@@ -952,17 +952,15 @@ impl Run<'_> {
                 }
             })?,
             Collective::ReduceScatter { input, output, op } => {
-                // The ring reduces in place (Note [Gloo reduce-scatter] in shim.cc): on a copy,
-                // so that the input is left as it was.
-                let scratch = aten::ops::clone(input, None)?;
+                // The ring only reads the input (Note [Gloo reduce-scatter] in shim.cc).
                 let f = reduce_fn(*op, input.dtype());
                 call(name, |err, len| {
-                    // SAFETY: scratch holds size blocks of output's element count, both
+                    // SAFETY: input holds size blocks of output's element count, both
                     // contiguous host tensors of input's dtype.
                     unsafe {
                         ffi::gloo_shim_reduce_scatter(
                             raw,
-                            ptr(&scratch),
+                            ptr(input),
                             ptr(output),
                             output.numel() as usize,
                             output.dtype().size(),

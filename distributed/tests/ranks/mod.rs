@@ -200,8 +200,10 @@ pub fn collectives() {
         .call()
         .unwrap();
         let out = input(dtype, 0, n).zero_().unwrap();
+        let before = values(&flat);
         dist::reduce_scatter_tensor(&out, &flat, op).unwrap();
         assert_eq!(values(&out), want, "{}", ctx("reduce_scatter_tensor"));
+        assert_eq!(values(&flat), before, "{}: the input is left as it was", ctx("reduce_scatter_tensor"));
         // all_to_all with a different size for every pair: rank r sends r + j + 1 elements of
         // value 10 r + j to rank j.
         let fill = |len: usize, v: usize| {
