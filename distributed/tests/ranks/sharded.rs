@@ -101,18 +101,34 @@ fn options(strategy: ShardingStrategy) -> FsdpOptions {
 /// Trains the FSDP model for `STEPS` steps on this rank's quarter of each batch; the losses
 /// averaged over the ranks.
 fn train(model: &FullyShardedDataParallel<Sequential>, rank: usize, size: usize) -> Vec<f64> {
+    train_with(model, rank, size, W, c10::Device::CPU, &mut |_| {})
+}
+
+/// [`train`] for a model of `width` whose targets live on `device`; `check` sees each step's
+/// output after its backward.
+fn train_with(
+    model: &FullyShardedDataParallel<Sequential>,
+    rank: usize,
+    size: usize,
+    width: i64,
+    device: c10::Device,
+    check: &mut dyn FnMut(&Tensor),
+) -> Vec<f64> {
     let mut opt = SGD::new(model.parameters(), SGDOptions::default().lr(LR)).unwrap();
     let part = BATCH / size as i64;
     let mut losses = Vec::new();
     for s in 0..STEPS {
-        let (x, y) = batch(s);
-        let (x, y) = (x.narrow(0, part * rank as i64, part).unwrap(), y.narrow(0, part * rank as i64, part).unwrap());
+        let (x, y) = batch_of(s, width);
+        let x = x.narrow(0, part * rank as i64, part).unwrap();
+        let y = y.narrow(0, part * rank as i64, part).unwrap().to_device(device).unwrap();
         opt.zero_grad(true).unwrap();
-        let l = mse(&model.call(&x).unwrap(), &y);
+        let out = model.call(&x).unwrap();
+        let l = mse(&out, &y);
         let mean = l.detach().reshape(&[1]).unwrap();
         dist::all_reduce(&mean, ReduceOp::Sum).unwrap();
         losses.push(mean.item::<f64>().unwrap() / size as f64);
         l.backward().unwrap();
+        check(&out);
         opt.step().unwrap();
     }
     losses
@@ -361,28 +377,14 @@ pub fn fsdp_offload() {
     let model = FullyShardedDataParallel::with_options(make_deep(OFFLOAD_W, OFFLOAD_LAYERS).unwrap(), options).unwrap();
     let shards = model.parameters();
     assert!(shards.iter().all(|p| p.device().is_cpu()), "the shards stay on the CPU");
-    let mut opt = SGD::new(shards.clone(), SGDOptions::default().lr(LR)).unwrap();
-    let part = BATCH / size as i64;
-    let mut losses = Vec::new();
-    for s in 0..STEPS {
-        let (x, y) = batch_of(s, OFFLOAD_W);
-        let x = x.narrow(0, part * rank as i64, part).unwrap();
-        let y = y.narrow(0, part * rank as i64, part).unwrap().to_device(cuda).unwrap();
-        opt.zero_grad(true).unwrap();
-        let out = model.call(&x).unwrap();
+    let losses = train_with(&model, rank, size, OFFLOAD_W, cuda, &mut |out| {
         assert_eq!(out.device(), cuda, "the model computes on the device");
-        let l = mse(&out, &y);
-        let mean = l.detach().reshape(&[1]).unwrap();
-        dist::all_reduce(&mean, ReduceOp::Sum).unwrap();
-        losses.push(mean.item::<f64>().unwrap() / size as f64);
-        l.backward().unwrap();
         // (The root unit has no parameters of its own: its shard is empty and gets no gradient.)
         for p in shards.iter().filter(|p| p.numel() > 0) {
             let g = p.tensor().grad().expect("every shard has a gradient");
             assert!(g.device().is_cpu(), "the gradients stay on the CPU");
         }
-        opt.step().unwrap();
-    }
+    });
     let peak = kernels_cuda::runtime::max_memory_reserved(cuda).unwrap();
     let allocated = kernels_cuda::runtime::max_memory_allocated(cuda).unwrap();
     println!(
