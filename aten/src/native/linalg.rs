@@ -464,7 +464,11 @@ unsafe fn batched_gemm<T: GemmFloat>(g: &Batch3, c: *mut T, a: *const T, b: *con
     };
     let one = g.m.saturating_mul(g.n).saturating_mul(g.k);
     let threads = rayon::current_num_threads();
-    if g.count > 1 && threads > 1 && one < PAR_MIN_FLOPS * 4 && one.saturating_mul(g.count) >= PAR_MIN_FLOPS {
+    // A batch that splits evenly over the threads (or has many products) runs one product per
+    // task whatever their size: a fork and join per product cost `bmm` of 64 x [256 x 256] a
+    // fifth of its time on two threads.
+    let by_batch = one < PAR_MIN_FLOPS * 4 || g.count.is_multiple_of(threads) || g.count >= 4 * threads;
+    if g.count > 1 && threads > 1 && by_batch && one.saturating_mul(g.count) >= PAR_MIN_FLOPS {
         (0..g.count).into_par_iter().for_each(|i| {
             let (cm, am, bm) = mat(i);
             // SAFETY: distinct batch elements write disjoint output matrices.
@@ -495,9 +499,16 @@ const PANEL_MAX_OUTPUT: usize = 1 << 20;
 /// mid-sized products of a training step (`[128, 784] @ [784, 512]` ran as fast on two threads
 /// as on one). Such a product is split here into one panel of output columns (or rows, when
 /// there are more rows) per thread, each an independent single-threaded product. Panel edges
-/// are multiples of 32 columns or 48 rows so every panel keeps whole micro-kernel tiles (16
+/// are multiples of 32 columns or 48 rows (12 on the packed kernel) so every panel keeps whole micro-kernel tiles (16
 /// wide for the `gemm` crate; 12 x 32 for Note [Packed f32 GEMM], whose large products with
 /// more rows than columns run this way, the others as Note [Parallel packed GEMM]).
+///
+/// On the packed kernel rows are split unless `a` is short (under 96 rows a thread) and `b`
+/// wider than `a` is tall: each row panel packs only its own rows of `a`, and a panel of at
+/// most `DIRECT_B_MAX_ROWS` rows reads a row-major `b` in place, where each column panel packs
+/// all of `a`. On the Intel Xeon (AVX-512, best of 7, two threads), `[256, 256] @ [256, 256]`
+/// took 101 µs split by rows against 149 by columns; `[784, 512] @ [512, 128]` 301 against
+/// 435; `[128, 512] @ [512, 784]` 381 against 344, which stays split by columns.
 ///
 /// # Safety
 /// As [`gemm_one`].
@@ -516,9 +527,19 @@ unsafe fn gemm_panels<T: GemmFloat>(
     // SAFETY: forwarded contract; the scratch copies live in `o` until the panels are done.
     let o = unsafe { orient(m, n, k, c, a, b, true) };
     let (m, n, c, a, b) = (o.m, o.n, o.c, o.a, o.b);
-    let split_cols = n >= m;
+    // On our packed kernel, halves of the rows each pack their own rows of `a` and read a
+    // row-major `b` in place when they are short enough (`DIRECT_B_MAX_ROWS`), where halves
+    // of the columns would each pack all of `a` (Note [GEMM panels]); only a short `a` is split
+    // by columns.
+    let packed = packed_isa::<T>(m, n, k, b.cs == 1).is_some();
+    let split_cols = if packed { n > m && m < 96 * threads } else { n >= m };
     let total = if split_cols { n } else { m };
-    let grain = if split_cols { 32 } else { 48 };
+    let grain = match (packed, split_cols) {
+        (_, true) => 32,
+        // Whole 12-row tiles of the packed kernel (48-row panels made 256 rows 144 + 112).
+        (true, false) => 12,
+        (false, false) => 48,
+    };
     let per = total.div_ceil(threads).div_ceil(grain) * grain;
     let parts = total.div_ceil(per.max(1));
     (0..parts).into_par_iter().for_each(|p| {

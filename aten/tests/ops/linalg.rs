@@ -313,3 +313,31 @@ fn reoriented_products_match_reference() {
         });
     }
 }
+
+/// Note [GEMM parallelism]: a batch of products large enough for each to be split over the
+/// threads runs one product per task when the batch divides evenly among the threads (4 on 2),
+/// and splits each product otherwise (4 on 3); either way every product matches the reference,
+/// as do the row-split panels of Note [GEMM panels] (a 256-row product on 2 and 3 threads).
+#[test]
+fn batched_and_split_products_match_reference_on_several_threads() {
+    let (count, m, k, n) = (4usize, 150usize, 200usize, 130usize);
+    let a = rand(&[count as i64, m as i64, k as i64], 31);
+    let b = rand(&[count as i64, k as i64, n as i64], 32);
+    let (av, bv) = (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
+    let want: Vec<f64> = (0..count)
+        .flat_map(|i| naive_mm(&av[i * m * k..(i + 1) * m * k], &bv[i * k * n..(i + 1) * k * n], m, k, n))
+        .collect();
+    let sq = rand(&[256, 256], 33);
+    let sqv = sq.to_vec::<f64>().unwrap();
+    let want_sq = naive_mm(&sqv, &sqv, 256, 256, 256);
+    for threads in [2usize, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let r = ops::bmm(&a, &b).unwrap();
+            assert_eq!(r.sizes(), &[count as i64, m as i64, n as i64]);
+            assert_close(&r.to_vec::<f64>().unwrap(), &want, 1e-4);
+            let r = ops::mm(&sq, &sq).unwrap();
+            assert_close(&r.to_vec::<f64>().unwrap(), &want_sq, 1e-4);
+        });
+    }
+}

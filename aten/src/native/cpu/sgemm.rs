@@ -266,12 +266,14 @@ impl Product {
 unsafe fn blocked<K: Micro>(p: Product) {
     const { assert!(K::NC % K::NR == 0 && K::NC / K::NR <= MAX_PANELS_B && K::MC % K::MR == 0) };
     let Product { m, n, k, b, beta, .. } = p;
-    let (mr, kcb, ncb, mcb) = (K::MR, K::KC, K::NC, K::MC);
+    let (mr, ncb) = (K::MR, K::NC);
+    let kcb = depth_block::<K>(k);
+    let mcb = even_split(m, K::MC, mr);
     // Taken out of the thread-local for the call (a re-entrant call would find empty buffers
     // and allocate its own).
     let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-    let apack = aligned(&mut bufs.a, mcb.min(m.div_ceil(mr) * mr) * kcb.min(k));
-    let bpack = aligned(&mut bufs.b, ncb * kcb.min(k));
+    let apack = aligned(&mut bufs.a, mcb.div_ceil(mr) * mr * kcb);
+    let bpack = aligned(&mut bufs.b, ncb * kcb);
     // With few rows, each packed element of `b` would be used by few panels of `a`: a
     // row-major `b` is then read in place (full panels; partial ones are still packed).
     let direct_b = b.cs == 1 && m <= DIRECT_B_MAX_ROWS;
@@ -297,6 +299,30 @@ unsafe fn blocked<K: Micro>(p: Product) {
     BUFFERS.with(|b| *b.borrow_mut() = bufs);
 }
 
+/// Note [Even blocks]: the blockings of Note [Packed f32 GEMM] cut each dimension into blocks
+/// of about the same size instead of full blocks and a remainder, and the parallel loops of
+/// Note [Parallel packed GEMM] give every thread the same number of column tasks, each a share
+/// of whole panels of `b`. A 2048-deep product ran five blocks of 384 and one of 128, whose
+/// micro-kernel calls read and wrote their tile of `c` for a third of the steps; it now runs
+/// six of 344 and less. A 2048-wide product on two threads was five tasks of 416 columns, so
+/// one thread idled through a fifth of it: on the Intel Xeon (AVX-512, best of 7) 2048² took
+/// 61.6 ms on two threads against 96 on one (1.55x); as six tasks of 10 or 11 panels, 50.7 ms
+/// (1.91x).
+///
+/// The size of the blocks that cut `len` into as few blocks of at most `cap` as possible, all
+/// of about the same size (a multiple of `unit`, the last one shorter): 2048 rows under a cap
+/// of 2040 are two blocks of 1032 and 1016, not 2040 and 8.
+fn even_split(len: usize, cap: usize, unit: usize) -> usize {
+    let blocks = len.div_ceil(cap.max(unit)).max(1);
+    len.div_ceil(blocks).div_ceil(unit) * unit
+}
+
+/// The depth of `K`'s packed blocks for a product `k` deep: at most KC, evened out over the
+/// blocks (Note [Even blocks]).
+fn depth_block<K: Micro>(k: usize) -> usize {
+    even_split(k, K::KC, 8).min(K::KC)
+}
+
 /// The most floats of packed `a` that [`blocked_shared`] shares at once (16 MiB: a 2048 x
 /// 2048 `a` in one block).
 const SHARED_A_MAX: usize = 4 << 20;
@@ -308,8 +334,8 @@ thread_local! {
 
 /// Note [Parallel packed GEMM]: on several threads, `a` is packed once, by all of them, for
 /// the whole depth of a block of rows (up to [`SHARED_A_MAX`] floats), and the columns are
-/// then cut into tasks (at least two per thread, at most NC wide) that rayon hands out as
-/// threads come free. Each task packs its own columns of `b` into its thread's buffer, block
+/// then cut into tasks (at least two per thread and as many for each thread, whole panels of
+/// `b`, Note [Even blocks]) that rayon hands out as threads come free. Each task packs its own columns of `b` into its thread's buffer, block
 /// by block of depth, and runs every panel of the shared `a` against them, so no element of
 /// either operand is packed twice. Splitting the product into one independent half per thread
 /// instead packed all of `a` on every thread (a 1024-row `a` takes as long to pack as 4% of a
@@ -322,12 +348,14 @@ thread_local! {
 unsafe fn blocked_shared<K: Micro>(p: Product) {
     use rayon::prelude::*;
     let Product { m, n, k, b, beta, .. } = p;
-    let (mr, nr, kcb, ncb) = (K::MR, K::NR, K::KC, K::NC);
+    let (mr, nr, ncb) = (K::MR, K::NR, K::NC);
+    let kcb = depth_block::<K>(k);
     let threads = rayon::current_num_threads();
-    let rows_cap = (SHARED_A_MAX / k).max(mr) / mr * mr;
-    let tasks = n.div_ceil(ncb).max(2 * threads).min(n.div_ceil(nr));
-    let width = n.div_ceil(tasks).div_ceil(nr) * nr;
-    let tasks = n.div_ceil(width);
+    let rows_cap = even_split(m, (SHARED_A_MAX / k).max(mr) / mr * mr, mr);
+    // Whole panels of `b` per task, the same number of tasks for every thread (Note [Even
+    // blocks]): five tasks on two threads left one thread idle for a fifth of the product.
+    let panels_b = n.div_ceil(nr);
+    let tasks = (n.div_ceil(ncb).max(2 * threads).div_ceil(threads) * threads).min(panels_b);
     let direct_b = b.cs == 1 && m <= DIRECT_B_MAX_ROWS;
     let depth_blocks = k.div_ceil(kcb);
     let mut shared = SHARED_A.with(|s| std::mem::take(&mut *s.borrow_mut()));
@@ -347,9 +375,9 @@ unsafe fn blocked_shared<K: Micro>(p: Product) {
         });
         (0..tasks).into_par_iter().with_max_len(1).for_each(|t| {
             let (p, apack) = (p.get(), apack.get());
-            let (j_start, j_end) = (t * width, ((t + 1) * width).min(n));
+            let (j_start, j_end) = (t * panels_b / tasks * nr, ((t + 1) * panels_b / tasks * nr).min(n));
             let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-            let bpack = aligned(&mut bufs.b, ncb * kcb.min(k));
+            let bpack = aligned(&mut bufs.b, ncb * kcb);
             for pc in (0..k).step_by(kcb) {
                 let kc = kcb.min(k - pc);
                 let bt = if pc == 0 { beta } else { Some(1.0) };

@@ -51,8 +51,12 @@ fn products_of_every_layout_and_edge_match_a_reference() {
         (64, 40, 30),
         (5, 17, 9),
         (9, 31, 3),
-        // Two blocks of shared rows on the parallel path (m * k > SHARED_A_MAX).
+        // Two blocks of shared rows on the parallel path (m * k > SHARED_A_MAX), evened out
+        // to 360 + 340 (Note [Even blocks]).
         (700, 20, 6100),
+        // Depth blocks evened out (3 x 336 deep, the last 328), 32 panels of `b` in six column
+        // tasks of 5 or 6 panels on three threads.
+        (30, 1000, 1000),
     ] {
         let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.125).collect();
         let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.25).collect();
