@@ -481,16 +481,12 @@ macro_rules! lu_isa_dispatch {
                     // SAFETY: forwarded contract.
                     unsafe { $body($($a),*) }
                 }
-                if std::is_x86_feature_detected!("avx512f")
-                    && std::is_x86_feature_detected!("avx512vl")
-                    && std::is_x86_feature_detected!("avx512dq")
-                {
-                    // SAFETY: the CPU has the features; forwarded contract.
-                    return unsafe { avx512($($a),*) };
-                }
-                if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                match crate::native::cpu::wide_isa() {
+                    // SAFETY: the CPU reports every feature the function is compiled for; forwarded contract.
+                    crate::native::cpu::WideIsa::Avx512 => return unsafe { avx512($($a),*) },
                     // SAFETY: as above.
-                    return unsafe { avx2($($a),*) };
+                    crate::native::cpu::WideIsa::Avx2 => return unsafe { avx2($($a),*) },
+                    crate::native::cpu::WideIsa::Baseline => {}
                 }
             }
             // SAFETY: forwarded contract.

@@ -7,6 +7,34 @@ pub mod loops;
 pub mod sgemm;
 pub mod vec;
 
+/// The widest instruction set the run-time dispatchers of eager kernels compile for (`vec.rs`'s
+/// `isa_dispatch!`, the LU's `lu_isa_dispatch!`): AVX-512 with VL and DQ, else AVX2 with FMA,
+/// else the x86-64 baseline (and on other architectures).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WideIsa {
+    Avx512,
+    Avx2,
+    Baseline,
+}
+
+/// This CPU's [`WideIsa`].
+#[inline]
+pub(crate) fn wide_isa() -> WideIsa {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512dq")
+        {
+            return WideIsa::Avx512;
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            return WideIsa::Avx2;
+        }
+    }
+    WideIsa::Baseline
+}
+
 /// The size in bytes of one core's level-2 (data or unified) cache, read once from Linux's
 /// `/sys/devices/system/cpu/cpu0/cache`; 1 MiB where that cannot be read (another OS, a
 /// container without sysfs). Blocked loops size their working sets from it.

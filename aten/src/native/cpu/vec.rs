@@ -36,16 +36,12 @@ macro_rules! isa_dispatch {
                 fn avx2($($a: $t),*) -> $r {
                     $($fast)*($($a),*)
                 }
-                if std::is_x86_feature_detected!("avx512f")
-                    && std::is_x86_feature_detected!("avx512vl")
-                    && std::is_x86_feature_detected!("avx512dq")
-                {
+                match crate::native::cpu::wide_isa() {
                     // SAFETY: the CPU reports every feature the function is compiled for.
-                    return unsafe { avx512($($a),*) };
-                }
-                if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                    // SAFETY: the CPU reports every feature the function is compiled for.
-                    return unsafe { avx2($($a),*) };
+                    crate::native::cpu::WideIsa::Avx512 => return unsafe { avx512($($a),*) },
+                    // SAFETY: as above.
+                    crate::native::cpu::WideIsa::Avx2 => return unsafe { avx2($($a),*) },
+                    crate::native::cpu::WideIsa::Baseline => {}
                 }
             }
             $($base)*($($a),*)
