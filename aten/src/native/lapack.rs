@@ -354,8 +354,8 @@ const LU_PANEL: usize = 16;
 /// The fewest multiply-adds for which [`lu_rec`]'s products use the pool. Between two products
 /// the panel runs on one thread, long enough for the pool's other threads to go to sleep, and
 /// waking them cost more than they saved: on the Intel Xeon (two threads) `W9.solve_512` took
-/// 1.31 ms with products from 2^21 multiply-adds on the pool and 1.10 on one thread, so a
-/// 512 x 512 factorization (whose largest product is 2^24) stays on the calling thread.
+/// 1.12 ms with its largest product (2^24 multiply-adds) on the pool and 1.05 with none, so a
+/// 512 x 512 factorization stays on the calling thread.
 const LU_PAR_MIN: usize = 1 << 25;
 
 /// `c -= a @ b` for `m x k` by `k x n` row-major blocks (row strides given), on the pool when

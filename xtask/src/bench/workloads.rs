@@ -354,8 +354,9 @@ fn embedding_sparse_step() -> Result<Body> {
 }
 
 // Note [W9 workloads]: `solve_512` (an LU factorisation with partial pivoting and two
-// triangular solves) and `svd_256` (all three factors) of random normal f32 matrices, on faer
-// here and on LAPACK (MKL in PyTorch's x86 wheels) in PyTorch; `fft_1M`, a complex-to-complex
+// triangular solves) and `svd_256` (all three factors) of random normal f32 matrices, here on
+// our LU (Note [Recursive LU] in aten's `lapack.rs`) and faer (the triangular solves, the SVD),
+// and on LAPACK (MKL in PyTorch's x86 wheels) in PyTorch; `fft_1M`, a complex-to-complex
 // transform of 2^20 points, on rustfft here and on MKL's DFT (or pocketfft) in PyTorch.
 
 /// Note [W7 workloads]: `gelu_eager` and `gelu_fused` time the tanh-approximated GELU written as
