@@ -5,7 +5,8 @@ use c10::{Element, Error, Result, ScalarType};
 
 use crate::native::cpu::loops::{unary_kernel_loop, unary_loop, unary_wide_loop, Kernel1};
 use crate::native::cpu::vec::{
-    erf_f32, erfc_f32, exp_f32, expm1_f32, gelu_f32, gelu_tanh_f32, log1p_f32, log_f32, tanh_f32, times_sigmoid_f32,
+    erf_f32, erfc_f32, exp_f32, expm1_f32, gelu_f32, gelu_near_f32, gelu_tanh_f32, log1p_f32, log_f32, tanh_f32,
+    times_sigmoid_f32,
 };
 use crate::native::opmath::OpMath;
 use crate::native::stub;
@@ -120,6 +121,14 @@ pub trait UnaryFloatOp {
     fn f32_fast<const FMA: bool>(x: f32) -> f32 {
         Self::f32(x)
     }
+    /// Below this magnitude `f32_fast_near` gives `f32_fast`'s result (Note [Chunked kernels]
+    /// in `cpu/loops.rs`); None: no cheaper body.
+    const NEAR_BELOW: Option<f32> = None;
+    /// `f32_fast` for arguments of magnitude below `NEAR_BELOW`.
+    #[inline(always)]
+    fn f32_fast_near<const FMA: bool>(x: f32) -> f32 {
+        Self::f32_fast::<FMA>(x)
+    }
 }
 
 /// Whether eager kernels run [`UnaryFloatOp::f32_fast`] with fused multiply-adds: the CPU has
@@ -167,6 +176,15 @@ impl<Op: UnaryFloatOp, const FMA: bool> Kernel1<f32, f32> for FastF32<Op, FMA> {
     #[inline(always)]
     fn call(&self, x: f32) -> f32 {
         Op::f32_fast::<FMA>(x)
+    }
+    const CHUNKED: bool = Op::NEAR_BELOW.is_some();
+    #[inline(always)]
+    fn near(&self, x: f32) -> bool {
+        x.abs() < Op::NEAR_BELOW.unwrap_or(0.0)
+    }
+    #[inline(always)]
+    fn call_near(&self, x: f32) -> f32 {
+        Op::f32_fast_near::<FMA>(x)
     }
 }
 
@@ -300,6 +318,12 @@ impl UnaryFloatOp for GeluErf {
     #[inline(always)]
     fn f32_fast<const FMA: bool>(x: f32) -> f32 {
         gelu_f32::<FMA>(x)
+    }
+    // |x| < 2.8 keeps |x / sqrt 2| below 2, where erfc takes its near polynomial.
+    const NEAR_BELOW: Option<f32> = Some(2.8);
+    #[inline(always)]
+    fn f32_fast_near<const FMA: bool>(x: f32) -> f32 {
+        gelu_near_f32::<FMA>(x)
     }
 }
 

@@ -52,7 +52,34 @@ pub fn for_each_offset(sizes: &[i64], strides: &[i64], mut f: impl FnMut(isize))
 pub trait Kernel1<A, O>: Copy {
     /// `f(a)`.
     fn call(&self, a: A) -> O;
+    /// Whether the contiguous runs go by chunks of [`CHUNK`] elements, each through
+    /// [`Kernel1::call_near`] when [`Kernel1::near`] accepts all of it (Note [Chunked
+    /// kernels]).
+    const CHUNKED: bool = false;
+    /// Whether [`Kernel1::call_near`] gives `call`'s result for `a`.
+    #[inline(always)]
+    fn near(&self, _a: A) -> bool {
+        false
+    }
+    /// A cheaper body that equals `call` wherever [`Kernel1::near`] holds.
+    #[inline(always)]
+    fn call_near(&self, a: A) -> O {
+        self.call(a)
+    }
 }
+
+/// The chunk of Note [Chunked kernels]: one AVX-512 vector of f32.
+pub const CHUNK: usize = 16;
+
+// Note [Chunked kernels]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A branch-free vectorised body computes every piece of its function for every element and
+// selects: the exact GELU evaluates both of erfc's polynomials and the reciprocal the far one
+// needs, though on activations nearly every element is near zero. A kernel may name a cheaper
+// body and the arguments it is exact for (`near`, `call_near`); the contiguous runs then take
+// CHUNK elements at a time, test them all (a vectorised and-reduction), and run the cheap body
+// on the chunk when every element passes, the full one otherwise. The cheap body must give the
+// full body's bits on its arguments, so the result does not depend on where a chunk starts.
 
 impl<A, O, F: Fn(A) -> O + Copy> Kernel1<A, O> for F {
     #[inline(always)]
@@ -137,7 +164,31 @@ unsafe fn run1<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: us
 unsafe fn run1_body<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
     #[inline(always)]
     unsafe fn each<O: Copy, A: Copy, K: Kernel1<A, O>>(o: *mut O, a: *const A, n: usize, kernel: K) {
-        for i in 0..n {
+        let mut done = 0;
+        if K::CHUNKED {
+            // Note [Chunked kernels].
+            while done + CHUNK <= n {
+                // SAFETY: the caller's contract; the chunk is read whole before it is written.
+                let x: [A; CHUNK] = unsafe { std::ptr::read_unaligned(a.add(done).cast::<[A; CHUNK]>()) };
+                let mut near = true;
+                for &v in &x {
+                    near &= kernel.near(v);
+                }
+                if near {
+                    for (j, &v) in x.iter().enumerate() {
+                        // SAFETY: as above.
+                        unsafe { *o.add(done + j) = kernel.call_near(v) };
+                    }
+                } else {
+                    for (j, &v) in x.iter().enumerate() {
+                        // SAFETY: as above.
+                        unsafe { *o.add(done + j) = kernel.call(v) };
+                    }
+                }
+                done += CHUNK;
+            }
+        }
+        for i in done..n {
             // SAFETY: the caller's contract; element i is read before it is written.
             unsafe { *o.add(i) = kernel.call(*a.add(i)) };
         }

@@ -797,12 +797,13 @@ fn square_parts<const FMA: bool>(v: f32) -> (f32, f32) {
 /// Splitting the square keeps the relative error of `e^(-a^2)` at a few ulps where `a^2`
 /// itself has an ulp of 2^-20.
 #[inline(always)]
-fn erfc_large<const FMA: bool>(m: f32, a: f32, s_hi: f32, s_lo: f32) -> f32 {
+fn erfc_large<const FMA: bool, const NEAR: bool>(m: f32, a: f32, s_hi: f32, s_lo: f32) -> f32 {
     let beyond = a > 16.0;
     let a = cap16(a);
     let g1 = horner::<FMA, 10>(&ERFC_G1, a - 1.25);
-    let g2 = horner::<FMA, 9>(&ERFC_G2, 1.0 / a);
-    let g = if a < 2.0 { g1 } else { g2 };
+    // NEAR: every `a` is below 2 (Note [Chunked kernels] in `loops.rs`), so the far polynomial
+    // and its reciprocal are not needed.
+    let g = if NEAR || a < 2.0 { g1 } else { horner::<FMA, 9>(&ERFC_G2, 1.0 / a) };
     let (p, s1, s2) = exp_parts::<FMA>(-s_hi);
     let pg = p * g;
     let r = madd::<FMA>(-s_lo, pg, pg) * m * s1 * s2;
@@ -831,7 +832,7 @@ fn cap16(a: f32) -> f32 {
 fn erf_parts<const FMA: bool>(x: f32) -> (f32, f32, f32) {
     let a = x.abs();
     let (s_hi, s_lo) = square_parts::<FMA>(cap16(a));
-    (a, x * horner::<FMA, 6>(&ERF_POLY, s_hi), erfc_large::<FMA>(1.0, a, s_hi, s_lo))
+    (a, x * horner::<FMA, 6>(&ERF_POLY, s_hi), erfc_large::<FMA, false>(1.0, a, s_hi, s_lo))
 }
 
 /// `erf(x)`, branch-free (Note [Vectorised transcendentals]).
@@ -865,6 +866,19 @@ pub fn erfc_f32<const FMA: bool>(x: f32) -> f32 {
 /// `x`, so rounding `x / sqrt 2` costs the exponential nothing.
 #[inline(always)]
 pub fn gelu_f32<const FMA: bool>(x: f32) -> f32 {
+    gelu_body::<FMA, false>(x)
+}
+
+/// [`gelu_f32`] for |x| < 2.8 (where `|x / sqrt 2| < 2`), without the far polynomial: the same
+/// bits there (Note [Chunked kernels] in `loops.rs`).
+#[inline(always)]
+pub fn gelu_near_f32<const FMA: bool>(x: f32) -> f32 {
+    gelu_body::<FMA, true>(x)
+}
+
+/// The body of [`gelu_f32`] (`NEAR`: as [`gelu_near_f32`]).
+#[inline(always)]
+fn gelu_body<const FMA: bool, const NEAR: bool>(x: f32) -> f32 {
     let z = x * std::f32::consts::FRAC_1_SQRT_2;
     let a = z.abs();
     let (x_hi, x_lo) = square_parts::<FMA>(cap16(x.abs()) * 0.5);
@@ -875,7 +889,7 @@ pub fn gelu_f32<const FMA: bool>(x: f32) -> f32 {
     let small = half_x * madd::<FMA>(z, horner::<FMA, 6>(&ERF_POLY, s_hi), 1.0);
     let neg = x < 0.0;
     // Below 0 the result is x/2 erfc(a), the factor inside; above, x - x/2 erfc(a).
-    let tail = erfc_large::<FMA>(if neg { half_x } else { 1.0 }, a, s_hi, s_lo);
+    let tail = erfc_large::<FMA, NEAR>(if neg { half_x } else { 1.0 }, a, s_hi, s_lo);
     // (Past 16 the correction is 0, and `inf * 0` must not make gelu(inf) NaN.)
     let pos = if a > 16.0 { x } else { madd::<FMA>(-half_x, tail, x) };
     let large = if neg { tail } else { pos };
