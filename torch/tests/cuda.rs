@@ -394,8 +394,9 @@ fn training_digits() -> (Tensor, Tensor) {
 }
 
 /// Training equivalence: the main job's CNN trained for 50 Adam steps (batches of 16 of the
-/// shipped digits) on the device and on the CPU from the same initial weights: every step's loss
-/// agrees within 1e-4 relative, and the trained weights stay on the device.
+/// shipped digits) on the device and on the CPU from the same initial weights: the first five
+/// steps' losses agree within 1e-5 relative and every step's within 2e-3 (see the loop), and the
+/// trained weights stay on the device.
 #[test]
 fn the_mnist_cnn_trains_on_the_device_as_on_the_cpu() {
     use torch::nn::functional as F;
@@ -420,8 +421,16 @@ fn the_mnist_cnn_trains_on_the_device_as_on_the_cpu() {
             .collect()
     };
     let (on_cpu, on_gpu) = (train(&cpu_net, Device::CPU), train(&gpu_net, gpu));
+    // The two sides sum in different orders (the device's kernels, the CPU's blocked GEMM), so
+    // the trajectories start equal to rounding and may then separate by more: once rounding flips
+    // a ReLU or max-pool choice, the difference persists and Adam's normalised steps carry it.
+    // Measured on 2026-12-02 (the weights depend on which concurrent test reseeds the global
+    // generator first): at most 2.2e-7 over the first ten steps, and up to 1.2e-4 later (step
+    // 19 in one CI run, step 44 in another run). So the first five steps agree within 1e-5 and
+    // every step within 2e-3; a wrong kernel is off by far more from the first step.
     for (step, (g, c)) in on_gpu.iter().zip(&on_cpu).enumerate() {
-        assert!((g - c).abs() <= 1e-4 * c.abs(), "step {step}: loss on cuda {g}, on the cpu {c}");
+        let tol = if step < 5 { 1e-5 } else { 2e-3 };
+        assert!((g - c).abs() <= tol * c.abs(), "step {step}: loss on cuda {g}, on the cpu {c}");
     }
     // It learned: the last losses are well below the first (ln 10 = 2.3 for a uniform guess).
     assert!(on_cpu[45..].iter().sum::<f64>() / 5.0 < 0.7 * on_cpu[0], "losses {on_cpu:?}");
