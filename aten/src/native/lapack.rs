@@ -4,8 +4,8 @@
 //! `matrix_norm`, `matrix_rank`, `lstsq`, ...).
 //!
 //! Note [LAPACK conventions on faer]: the factorizations run on `faer` (f32 and f64, batched
-//! over the leading dimensions), except LU, which is ours (Note [Recursive LU]), and their results are laid out as LAPACK lays them out, since
-//! PyTorch's results are LAPACK's: `lu_factor` packs L (unit diagonal implied) and U into one
+//! over the leading dimensions), except LU, which is ours (Note [Recursive LU]), and their
+//! results are laid out as LAPACK lays them out, since PyTorch's results are LAPACK's: `lu_factor` packs L (unit diagonal implied) and U into one
 //! matrix and numbers its pivots from 1 as row swaps applied in order (`getrf`'s `ipiv`);
 //! Householder QR is ours, written to `geqrf`'s conventions (`beta = -sign(alpha) * norm`, no
 //! reflection when the column below the diagonal is zero), so `geqrf`, `householder_product`,
@@ -38,9 +38,30 @@ pub(crate) trait Real:
     + Sync
     + 'static
 {
+    /// The bit pattern of `|x|`, which orders as the magnitudes do for every value but NaN
+    /// (whose patterns lie above infinity's): [`first_max_abs`]'s vectorised reduction.
+    type Bits: Copy + Ord;
+    /// `|x|`'s bits.
+    fn magnitude_bits(self) -> Self::Bits;
+    /// Infinity's bits, the largest magnitude that is not a NaN.
+    const INFINITY_BITS: Self::Bits;
 }
-impl Real for f32 {}
-impl Real for f64 {}
+impl Real for f32 {
+    type Bits = u32;
+    #[inline(always)]
+    fn magnitude_bits(self) -> u32 {
+        self.to_bits() & 0x7fff_ffff
+    }
+    const INFINITY_BITS: u32 = 0x7f80_0000;
+}
+impl Real for f64 {
+    type Bits = u64;
+    #[inline(always)]
+    fn magnitude_bits(self) -> u64 {
+        self.to_bits() & 0x7fff_ffff_ffff_ffff
+    }
+    const INFINITY_BITS: u64 = 0x7ff0_0000_0000_0000;
+}
 
 /// Runs `$body` with `$T` bound to the Rust type of `$dtype` (f32 or f64), else the error
 /// PyTorch's linalg functions give for other dtypes.
@@ -258,12 +279,11 @@ pub fn linalg_lu_factor_ex(a: &Tensor, pivot: bool, check_errors: bool) -> Resul
             // splits its products over the pool.
             let batched = count > 1 && rayon::current_num_threads() > 1;
             let one = |(o, (p, inf)): (&mut [T], (&mut [i32], &mut i32))| *inf = lu_one(o, mu, nu, p, !batched);
-            let items = out.chunks_mut(per).zip(pivots.chunks_mut(k).zip(info.iter_mut()));
             if batched {
                 use rayon::prelude::*;
                 out.par_chunks_mut(per).zip(pivots.par_chunks_mut(k).zip(info.par_iter_mut())).for_each(one);
             } else {
-                items.for_each(one);
+                out.chunks_mut(per).zip(pivots.chunks_mut(k).zip(info.iter_mut())).for_each(one);
             }
         }
         Tensor::from_vec(out, a.sizes())
@@ -293,8 +313,10 @@ fn lu_one<T: Real>(lu: &mut [T], m: usize, n: usize, piv: &mut [i32], par: bool)
         return 0;
     }
     let mut rows = vec![0usize; k];
+    // Every panel [`lu_rec`] factors is at most LU_PANEL wide or LU_PANEL tall.
+    let mut panel = vec![T::zero(); LU_PANEL * m.max(n)];
     // SAFETY: `lu` holds the m x n row-major matrix (checked), exclusively borrowed.
-    unsafe { lu_rec(m, n, lu.as_mut_ptr(), n, &mut rows, par) };
+    unsafe { lu_rec(m, n, lu.as_mut_ptr(), n, &mut rows, &mut panel, par) };
     for (p, r) in piv.iter_mut().zip(&rows) {
         *p = (*r + 1) as i32;
     }
@@ -316,31 +338,31 @@ fn lu_one<T: Real>(lu: &mut [T], m: usize, n: usize, piv: &mut [i32], par: bool)
 /// A batch runs one matrix per task on the pool, each with single-threaded products.
 ///
 /// `m x n` at `a` with row stride `lda`; `rows[j]` receives the row (of this block) swapped
-/// with row `j` at step `j`.
+/// with row `j` at step `j`; `panel` is the panels' scratch (at least `LU_PANEL * max(m, n)`).
 ///
 /// # Safety
 /// `a` must address the `m x n` matrix with row stride `lda >= n`, exclusively; `rows` holds
 /// `min(m, n)` entries.
-unsafe fn lu_rec<T: Real>(m: usize, n: usize, a: *mut T, lda: usize, rows: &mut [usize], par: bool) {
+unsafe fn lu_rec<T: Real>(m: usize, n: usize, a: *mut T, lda: usize, rows: &mut [usize], panel: &mut [T], par: bool) {
     let k = m.min(n);
     if k == 0 {
         return;
     }
     if k <= LU_PANEL || n <= LU_PANEL {
         // SAFETY: forwarded contract.
-        return unsafe { lu_panel(m, n, a, lda, rows) };
+        return unsafe { lu_panel(m, n, a, lda, rows, &mut panel[..m * n]) };
     }
     let n1 = if k >= 64 { k / 2 / 16 * 16 } else { k / 2 };
     // SAFETY: every block below lies inside the m x n matrix; the products' output never
     // overlaps their operands.
     unsafe {
-        lu_rec(m, n1, a, lda, &mut rows[..n1], par);
+        lu_rec(m, n1, a, lda, &mut rows[..n1], panel, par);
         let right = a.add(n1);
         swap_rows(right, lda, n - n1, &rows[..n1], 0);
         trsm_unit_lower(n1, n - n1, a, lda, right, lda, par);
         let (a21, a22) = (a.add(n1 * lda), a.add(n1 * lda + n1));
         product(m - n1, n - n1, n1, a21, lda, right, lda, a22, lda, par);
-        lu_rec(m - n1, n - n1, a22, lda, &mut rows[n1..k], par);
+        lu_rec(m - n1, n - n1, a22, lda, &mut rows[n1..k], panel, par);
         for r in &mut rows[n1..k] {
             *r += n1;
         }
@@ -495,7 +517,9 @@ macro_rules! lu_isa_dispatch {
     };
 }
 
-lu_isa_dispatch!(lu_panel = lu_panel_body(m: usize, n: usize, a: *mut T, lda: usize, rows: &mut [usize]));
+lu_isa_dispatch!(
+    lu_panel = lu_panel_body(m: usize, n: usize, a: *mut T, lda: usize, rows: &mut [usize], buf: &mut [T])
+);
 lu_isa_dispatch!(
     substitute_unit_lower = substitute_unit_lower_body(n: usize, w: usize, l: *const T, ldl: usize, b: *mut T, ldb: usize)
 );
@@ -506,49 +530,40 @@ lu_isa_dispatch!(
 /// first entry that has it.
 #[inline(always)]
 fn first_max_abs<T: Real>(v: &[T]) -> usize {
-    fn by_bits<B: Copy + Ord>(bits: impl Iterator<Item = B> + Clone, limit: B) -> Option<usize> {
-        let top = bits.clone().max()?;
-        (top <= limit).then(|| bits.clone().position(|b| b == top).unwrap_or(0))
+    let top = v.iter().map(|x| x.magnitude_bits()).max();
+    match top {
+        Some(top) if top <= T::INFINITY_BITS => v.iter().position(|x| x.magnitude_bits() == top).unwrap_or(0),
+        _ => first_max_abs_scan(v),
     }
-    use std::any::TypeId;
-    let fast = if TypeId::of::<T>() == TypeId::of::<f32>() {
-        // SAFETY: T is f32.
-        let v = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<f32>(), v.len()) };
-        by_bits(v.iter().map(|x| x.to_bits() & 0x7fff_ffff), f32::INFINITY.to_bits())
-    } else if TypeId::of::<T>() == TypeId::of::<f64>() {
-        // SAFETY: T is f64.
-        let v = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<f64>(), v.len()) };
-        by_bits(v.iter().map(|x| x.to_bits() & 0x7fff_ffff_ffff_ffff), f64::INFINITY.to_bits())
-    } else {
-        None
-    };
-    fast.unwrap_or_else(|| {
-        let mut best = 0;
-        let mut big = v.first().map_or(T::zero(), |x| x.abs());
-        for (i, x) in v.iter().enumerate().skip(1) {
-            if x.abs() > big {
-                big = x.abs();
-                best = i;
-            }
+}
+
+/// [`first_max_abs`] one entry at a time, as `i?amax` (where `v` holds a NaN).
+fn first_max_abs_scan<T: Real>(v: &[T]) -> usize {
+    let mut best = 0;
+    let mut big = v.first().map_or(T::zero(), |x| x.abs());
+    for (i, x) in v.iter().enumerate().skip(1) {
+        if x.abs() > big {
+            big = x.abs();
+            best = i;
         }
-        best
-    })
+    }
+    best
 }
 
 /// Column-by-column LU of a narrow (or short) `m x n` block, as [`lu_rec`], on a column-major
-/// copy of it (so the pivot search, the division and each column's update are contiguous runs;
-/// on the row-major block they were strided reads and rows of a few elements, half of
-/// `W9.solve_512`'s time): for each of the `min(m, n)` columns, the first entry of largest
-/// magnitude at or below the diagonal is the pivot; its row is swapped in, the column below is
-/// divided by it (multiplied by its reciprocal unless that would overflow, as `getrf2`), and
-/// the columns to its right are updated.
+/// copy of it in `buf` (`m * n` elements), so the pivot search, the division and each column's
+/// update are contiguous runs (on the row-major block they were strided reads and rows of a few
+/// elements, half of `W9.solve_512`'s time): for each of the `min(m, n)` columns, the first
+/// entry of largest magnitude at or below the diagonal is the pivot; its row is swapped in, the
+/// column below is divided by it (multiplied by its reciprocal unless that would overflow, as
+/// `getrf2`), and the columns to its right are updated.
 ///
 /// # Safety
 /// As [`lu_rec`].
 #[inline(always)]
-unsafe fn lu_panel_body<T: Real>(m: usize, n: usize, a: *mut T, lda: usize, rows: &mut [usize]) {
+unsafe fn lu_panel_body<T: Real>(m: usize, n: usize, a: *mut T, lda: usize, rows: &mut [usize], buf: &mut [T]) {
     let k = m.min(n);
-    let mut buf = vec![T::zero(); m * n];
+    assert_eq!(buf.len(), m * n, "the panel's scratch");
     // SAFETY: the m x n block at `a` (the caller's) and `buf` (m * n, column-major) are
     // distinct.
     unsafe {

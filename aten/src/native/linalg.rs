@@ -499,9 +499,10 @@ const PANEL_MAX_OUTPUT: usize = 1 << 20;
 /// mid-sized products of a training step (`[128, 784] @ [784, 512]` ran as fast on two threads
 /// as on one). Such a product is split here into one panel of output columns (or rows, when
 /// there are more rows) per thread, each an independent single-threaded product. Panel edges
-/// are multiples of 32 columns or 48 rows (12 on the packed kernel) so every panel keeps whole micro-kernel tiles (16
-/// wide for the `gemm` crate; 12 x 32 for Note [Packed f32 GEMM], whose large products with
-/// more rows than columns run this way, the others as Note [Parallel packed GEMM]).
+/// are multiples of 32 columns or 48 rows (12 on the packed kernel) so every panel keeps whole
+/// micro-kernel tiles (16 wide for the `gemm` crate; 12 x 32 for Note [Packed f32 GEMM], whose
+/// large products with more rows than columns run this way, the others as Note [Parallel
+/// packed GEMM]).
 ///
 /// On the packed kernel rows are split unless `a` is short (under 96 rows a thread) and `b`
 /// wider than `a` is tall: each row panel packs only its own rows of `a`, and a panel of at

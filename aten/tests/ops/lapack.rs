@@ -337,6 +337,14 @@ fn recursive_lu_matches_the_textbook_algorithm() {
             assert_eq!(piv.to_vec::<i32>().unwrap()[20], 21, "a zero column keeps its row");
             assert_close(&lu, &want, 1e-10);
             assert_eq!(info.to_vec::<i32>().unwrap(), vec![21]);
+            // A NaN is never the larger magnitude (`i?amax`): column 0 pivots past it, and
+            // once it has spread, each column keeps its own row.
+            let mut v = noise(n * n, 10);
+            v[3 * n] = f64::NAN;
+            let (_, piv, _) = ops::linalg_lu_factor_ex(&t64(&v, &[n as i64, n as i64]), true, false).unwrap();
+            let (_, want_piv) = textbook_lu(&v, n, n);
+            assert_eq!(piv.to_vec::<i32>().unwrap(), want_piv);
+            assert_ne!(want_piv[0], 4, "the NaN's row is not the first pivot");
         });
     }
 }

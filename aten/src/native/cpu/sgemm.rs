@@ -335,11 +335,12 @@ thread_local! {
 /// Note [Parallel packed GEMM]: on several threads, `a` is packed once, by all of them, for
 /// the whole depth of a block of rows (up to [`SHARED_A_MAX`] floats), and the columns are
 /// then cut into tasks (at least two per thread and as many for each thread, whole panels of
-/// `b`, Note [Even blocks]) that rayon hands out as threads come free. Each task packs its own columns of `b` into its thread's buffer, block
-/// by block of depth, and runs every panel of the shared `a` against them, so no element of
-/// either operand is packed twice. Splitting the product into one independent half per thread
-/// instead packed all of `a` on every thread (a 1024-row `a` takes as long to pack as 4% of a
-/// half product) and left a thread slowed by its neighbours holding up the other.
+/// `b`, Note [Even blocks]) that rayon hands out as threads come free. Each task packs its own
+/// columns of `b` into its thread's buffer, block by block of depth, and runs every panel of
+/// the shared `a` against them, so no element of either operand is packed twice. Splitting the
+/// product into one independent half per thread instead packed all of `a` on every thread (a
+/// 1024-row `a` takes as long to pack as 4% of a half product) and left a thread slowed by its
+/// neighbours holding up the other.
 ///
 /// These are its loops around `K`'s packing and micro-kernel, on the current rayon pool.
 ///
