@@ -1,7 +1,7 @@
 //! `nn`: the `Module` trait and `#[derive(Module)]`, layers with PyTorch's constructor
 //! arguments, initialisation and state_dict names, losses, `init`, `optim`, `data` and
-//! serialization (safetensors in `serialize`; PyTorch's `torch.save` files in `pt`, over the
-//! unpickler in `pickle`).
+//! serialization (safetensors in `serialize`; PyTorch's `torch.save` files read in `pt`, over the
+//! unpickler in `pickle`, and written in `pt_write`, over the pickler in `pickler`).
 //!
 //! ```
 //! use nn::{Forward, Linear, Module, ReLU, Sequential};
@@ -31,7 +31,9 @@ pub mod module;
 pub mod optim;
 pub mod parallel;
 pub mod pickle;
+pub mod pickler;
 pub mod pt;
+pub mod pt_write;
 pub mod serialize;
 
 #[doc(hidden)]
@@ -43,3 +45,4 @@ pub use module::{
 pub use nn_derive::Module;
 pub use parallel::DataParallel;
 pub use pt::{load_pt, load_pt_into, PtArchive};
+pub use pt_write::{save_pt, PtWriter};

@@ -260,6 +260,8 @@ impl Global {
             "CharStorage" => ScalarType::I8,
             "ByteStorage" | "UntypedStorage" => ScalarType::U8,
             "BoolStorage" => ScalarType::Bool,
+            "ComplexFloatStorage" => ScalarType::C64,
+            "ComplexDoubleStorage" => ScalarType::C128,
             _ => return None,
         })
     }

@@ -89,7 +89,15 @@ fn encode(t: &Tensor) -> Result<Entry> {
             msg: "move tensors to the CPU before saving".into(),
         });
     }
-    let bytes = match t.dtype() {
+    let dtype = dtype_of(t.dtype())?;
+    Ok(Entry { dtype, shape: t.sizes().iter().map(|&s| s as usize).collect(), bytes: le_bytes_of(t)? })
+}
+
+/// The elements of a CPU tensor in row-major order as little-endian bytes (bools as one byte
+/// each, complex numbers as real then imaginary part), as safetensors and `torch.save` store
+/// them on every host.
+pub(crate) fn le_bytes_of(t: &Tensor) -> Result<Vec<u8>> {
+    Ok(match t.dtype() {
         ScalarType::F32 => le_bytes(t, f32::to_le_bytes)?,
         ScalarType::F64 => le_bytes(t, f64::to_le_bytes)?,
         ScalarType::F16 => le_bytes(t, f16::to_le_bytes)?,
@@ -106,9 +114,13 @@ fn encode(t: &Tensor) -> Result<Entry> {
             .flat_map(|z| [z.re.to_le_bytes(), z.im.to_le_bytes()])
             .flatten()
             .collect(),
-        ScalarType::C128 => return Err(dtype_of(ScalarType::C128).unwrap_err()),
-    };
-    Ok(Entry { dtype: dtype_of(t.dtype())?, shape: t.sizes().iter().map(|&s| s as usize).collect(), bytes })
+        ScalarType::C128 => t
+            .to_complex_vec::<f64>()?
+            .into_iter()
+            .flat_map(|z| [z.re.to_le_bytes(), z.im.to_le_bytes()])
+            .flatten()
+            .collect(),
+    })
 }
 
 /// Writes `tensors` to `path` as safetensors with optional string `metadata`
@@ -280,7 +292,7 @@ pub fn save_bytes<'a>(
 }
 
 /// The temporary name [`save_file`] writes before renaming: `path` with `.partial` appended.
-fn partial_path(path: &Path) -> PathBuf {
+pub(crate) fn partial_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".partial");
     PathBuf::from(name)
