@@ -930,6 +930,14 @@ impl Importer<'_> {
         let name = callee.as_str();
         // `torch.add(k, 1)` of numbers, as TorchScript prints int arithmetic.
         if let Some(op) = name.strip_prefix("torch.") {
+            if argv.len() == 1 && kwv.is_empty() && op == "neg" {
+                let a = self.value(argv[0].clone())?;
+                let ta = self.ty(a);
+                if is_number(&ta) {
+                    let ty = if ta == JitType::Bool { JitType::Int } else { ta };
+                    return Ok(Sym::Value(self.node("aten::neg", &[a], vec![ty])[0]));
+                }
+            }
             if argv.len() == 2 && kwv.is_empty() && crate::interpreter::is_number_op(op) {
                 let a = self.value(argv[0].clone())?;
                 let b = self.value(argv[1].clone())?;
@@ -1005,6 +1013,10 @@ impl Importer<'_> {
                 let [a, b] = vs[..] else { return Err(self.err(format!("{name} takes two numbers"))) };
                 let ty = number_result("add", &self.ty(a), &self.ty(b));
                 Ok(Sym::Value(self.node(kind, &[a, b], vec![ty])[0]))
+            }
+            // How a `for` over `range(lo, hi, step)` is written out (TorchScript prints them so).
+            "torch.__range_length" | "torch.__derive_index" if argv.len() == 3 => {
+                one(self, &format!("aten::{}", &name[6..]), argv, JitType::Int)
             }
             "torch.size" if argv.len() == 2 => one(self, "aten::size", argv, JitType::Int),
             "torch.size" => one(self, "aten::size", argv, JitType::List(Box::new(JitType::Int))),

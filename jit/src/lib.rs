@@ -20,6 +20,7 @@ pub mod module;
 pub mod passes;
 pub mod script;
 pub mod text;
+mod torchscript;
 pub mod tracer;
 pub mod types;
 

@@ -145,7 +145,7 @@ impl<'g> Printer<'g> {
     }
 }
 
-fn float_text(x: f64) -> String {
+pub(crate) fn float_text(x: f64) -> String {
     if x.is_nan() {
         "nan".into()
     } else if x.is_infinite() {
@@ -155,7 +155,7 @@ fn float_text(x: f64) -> String {
     }
 }
 
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::from("\"");
     for ch in s.chars() {
         match ch {

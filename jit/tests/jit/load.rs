@@ -10,19 +10,19 @@ use nn::Module;
 
 use super::assert_bit_identical;
 
-fn models() -> PathBuf {
+pub(crate) fn models() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jit/models")
 }
 
 /// The inputs and PyTorch's outputs of a model.
-fn io(name: &str) -> (Vec<Tensor>, Vec<Tensor>) {
+pub(crate) fn io(name: &str) -> (Vec<Tensor>, Vec<Tensor>) {
     let loaded = nn::serialize::load_file(models().join(format!("{name}.io.safetensors"))).unwrap();
     let get =
         |prefix: &str| (0..).map_while(|i| loaded.tensors.get(&format!("{prefix}{i}")).cloned()).collect::<Vec<_>>();
     (get("input"), get("output"))
 }
 
-fn assert_close(ours: &Tensor, theirs: &Tensor, what: &str) {
+pub(crate) fn assert_close(ours: &Tensor, theirs: &Tensor, what: &str) {
     assert_eq!(ours.sizes(), theirs.sizes(), "{what}");
     let a = ours.contiguous().call().unwrap().to_vec::<f32>().unwrap();
     let b = theirs.to_vec::<f32>().unwrap();
@@ -34,7 +34,7 @@ fn assert_close(ours: &Tensor, theirs: &Tensor, what: &str) {
 /// `sequential` reads its children with `getattr(self, "0")`; `mha` is one
 /// `aten::_native_multi_head_attention` (PyTorch's inference fast path), with its head-averaged
 /// attention weights as a second output; `gelu` keeps its version in `.data/version`.
-const MODELS: [&str; 8] = ["mlp", "lenet", "resblock", "gru", "encoder", "sequential", "mha", "gelu"];
+pub(crate) const MODELS: [&str; 8] = ["mlp", "lenet", "resblock", "gru", "encoder", "sequential", "mha", "gelu"];
 
 #[test]
 fn pytorch_traced_models_load_and_match_pytorch() {

@@ -9,6 +9,7 @@ mod shape_prop;
 mod state_dict;
 mod text;
 mod trace;
+mod write;
 
 use aten::Tensor;
 

@@ -16,7 +16,7 @@ fn t(v: &[f32]) -> Tensor {
 
 /// The inputs of `module` from input set `tag` of `name`'s io file: 0-dim tensors for `int`,
 /// `float` and `bool` arguments, `None` for a missing Optional one.
-fn inputs(module: &ScriptModule, io: &nn::serialize::Loaded, tag: &str) -> Vec<IValue> {
+pub(crate) fn inputs(module: &ScriptModule, io: &nn::serialize::Loaded, tag: &str) -> Vec<IValue> {
     let g = module.graph();
     (0..module.num_inputs())
         .map(|i| {
@@ -37,14 +37,14 @@ fn inputs(module: &ScriptModule, io: &nn::serialize::Loaded, tag: &str) -> Vec<I
         .collect()
 }
 
-fn flatten(v: IValue, out: &mut Vec<IValue>) {
+pub(crate) fn flatten(v: IValue, out: &mut Vec<IValue>) {
     match v {
         IValue::Tuple(items) => items.into_iter().for_each(|i| flatten(i, out)),
         other => out.push(other),
     }
 }
 
-fn assert_matches(ours: &IValue, theirs: &Tensor, what: &str) {
+pub(crate) fn assert_matches(ours: &IValue, theirs: &Tensor, what: &str) {
     match ours {
         IValue::Tensor(x) => {
             assert_eq!(x.sizes(), theirs.sizes(), "{what}: sizes");
@@ -63,7 +63,7 @@ fn assert_matches(ours: &IValue, theirs: &Tensor, what: &str) {
 /// Data-dependent `if`, `for` over time steps, `while` with `break`, loops over a ModuleList and
 /// a Sequential, an Optional argument, a tuple return, a list built with append and stacked,
 /// greedy decoding with an early exit, and the GRU-cell loop of the `W7.script_loop` bench row.
-const SCRIPTED: [&str; 9] = [
+pub(crate) const SCRIPTED: [&str; 9] = [
     "s_branch",
     "s_rnn_loop",
     "s_while_break",
@@ -141,10 +141,8 @@ fn floats(v: &IValue) -> Vec<f32> {
     }
 }
 
-#[test]
-fn script_compiles_loops_with_break_and_continue() {
-    // Sum of the odd i below n, stopping before i reaches 9: for n = 20, 1 + 3 + 5 + 7 = 16.
-    let src = "
+/// Sum of the odd i below n, stopping before i reaches 9 (`for` with `continue` and `break`).
+pub(crate) const LOOP_BREAK_CONTINUE: &str = "
 def f(x: Tensor, n: int) -> Tuple[Tensor, int]:
     total = 0
     for i in range(n):
@@ -156,14 +154,9 @@ def f(x: Tensor, n: int) -> Tuple[Tensor, int]:
         x = x + i
     return x, total
 ";
-    for (n, expect) in [(20, 16), (6, 9), (0, 0)] {
-        let out = run(src, vec![IValue::Tensor(t(&[0.5])), IValue::Int(n)]).unwrap();
-        let IValue::Tuple(items) = &out[0] else { panic!("{out:?}") };
-        assert_eq!(floats(&items[0]), vec![0.5 + expect as f32]);
-        assert!(matches!(items[1], IValue::Int(k) if k == expect), "{items:?}");
-    }
-    // `while` with a data-dependent exit: halvings of 100 until below 1 (7 of them).
-    let src = "
+
+/// Halvings until below 1 (`while True` with a data-dependent `break`).
+pub(crate) const WHILE_TRUE: &str = "
 def g(x: Tensor):
     k = 0
     while True:
@@ -173,6 +166,51 @@ def g(x: Tensor):
         k += 1
     return x, k
 ";
+
+/// `len(range(...))` and its last value.
+pub(crate) const RANGES: &str = "
+def f(lo: int, hi: int, step: int):
+    n = 0
+    last = lo
+    for i in range(lo, hi, step):
+        n += 1
+        last = i
+    return n, last
+";
+
+/// An Optional argument, a list built with `append` in an `enumerate` loop, a helper
+/// called with a keyword, early returns and a raise.
+pub(crate) const OPTIONAL_LIST: &str = "
+def scale(x: Tensor, k: float = 2.0) -> Tensor:
+    return x * k
+
+def f(x: Tensor, h: Optional[Tensor] = None, steps: int = 3):
+    if h is not None:
+        x = x + h
+    outs: List[Tensor] = []
+    for i, s in enumerate([1.0, 10.0, 100.0]):
+        if i >= steps:
+            break
+        outs.append(scale(x, k=s))
+    if len(outs) == 0:
+        return x
+    if steps > 5:
+        raise ValueError(\"too many steps\")
+    return torch.stack(outs)
+";
+
+#[test]
+fn script_compiles_loops_with_break_and_continue() {
+    // Sum of the odd i below n, stopping before i reaches 9: for n = 20, 1 + 3 + 5 + 7 = 16.
+    let src = LOOP_BREAK_CONTINUE;
+    for (n, expect) in [(20, 16), (6, 9), (0, 0)] {
+        let out = run(src, vec![IValue::Tensor(t(&[0.5])), IValue::Int(n)]).unwrap();
+        let IValue::Tuple(items) = &out[0] else { panic!("{out:?}") };
+        assert_eq!(floats(&items[0]), vec![0.5 + expect as f32]);
+        assert!(matches!(items[1], IValue::Int(k) if k == expect), "{items:?}");
+    }
+    // `while` with a data-dependent exit: halvings of 100 until below 1 (7 of them).
+    let src = WHILE_TRUE;
     let out = run(src, vec![IValue::Tensor(t(&[100.0]))]).unwrap();
     let IValue::Tuple(items) = &out[0] else { panic!() };
     assert_eq!(floats(&items[0]), vec![100.0 / 128.0]);
@@ -182,15 +220,7 @@ def g(x: Tensor):
 #[test]
 fn ranges_count_as_python_counts_them() {
     // len(range(...)) and its last value, extremes included (Python's values).
-    let src = "
-def f(lo: int, hi: int, step: int):
-    n = 0
-    last = lo
-    for i in range(lo, hi, step):
-        n += 1
-        last = i
-    return n, last
-";
+    let src = RANGES;
     let m = jit::script(src).unwrap();
     let cases: [(i64, i64, i64, i64, i64); 5] = [
         (0, 10, 3, 4, 9),
@@ -211,22 +241,7 @@ def f(lo: int, hi: int, step: int):
 
 #[test]
 fn script_compiles_early_returns_optionals_lists_and_calls() {
-    let src = "
-def scale(x: Tensor, k: float = 2.0) -> Tensor:
-    return x * k
-
-def f(x: Tensor, h: Optional[Tensor] = None, steps: int = 3):
-    if h is not None:
-        x = x + h
-    outs: List[Tensor] = []
-    for i, s in enumerate([1.0, 10.0, 100.0]):
-        if i >= steps:
-            break
-        outs.append(scale(x, k=s))
-    if len(outs) == 0:
-        return x
-    return torch.stack(outs)
-";
+    let src = OPTIONAL_LIST;
     let x = IValue::Tensor(t(&[1.0, 2.0]));
     let out = run(src, vec![x.clone(), IValue::Tensor(t(&[1.0, 1.0])), IValue::Int(2)]).unwrap();
     assert_eq!(floats(&out[0]), vec![2.0, 3.0, 20.0, 30.0]);

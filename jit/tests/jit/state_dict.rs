@@ -21,7 +21,10 @@ fn io(name: &str) -> (Vec<Tensor>, Vec<Tensor>) {
     (get("input"), get("output"))
 }
 
-fn check<M: Module>(name: &str, mut model: M, run: impl Fn(&M, &Tensor) -> Vec<Tensor>) {
+/// Checks one model (see the file's doc); with `export`, also writes there, for PyTorch, our
+/// trace as TorchScript (`<name>.ts.pt`), the state dict (`<name>.state.pt`) and the input with
+/// our outputs (`<name>.io.pt`: `input0`, `output0`, ...), all with our writers.
+fn check<M: Module>(name: &str, mut model: M, run: impl Fn(&M, &Tensor) -> Vec<Tensor>, export: Option<&Path>) {
     let keys = nn::load_pt_into(&mut model, models().join(format!("{name}.state.pt")), true)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert!(keys.missing_keys.is_empty() && keys.unexpected_keys.is_empty(), "{name}: {keys:?}");
@@ -40,6 +43,18 @@ fn check<M: Module>(name: &str, mut model: M, run: impl Fn(&M, &Tensor) -> Vec<T
         }
     }
     round_trip(name, &model, &inputs[0], &run);
+    if let Some(dir) = export {
+        let script = jit::trace_module(&model, &inputs[..1], |xs| Ok(run(&model, &xs[0]))).unwrap();
+        script.save_torchscript(dir.join(format!("{name}.ts.pt"))).unwrap();
+        nn::save_pt(&model.state_dict(), dir.join(format!("{name}.state.pt"))).unwrap();
+        let _g = autograd::no_grad();
+        let mut io = nn::StateDict::new();
+        io.insert("input0", inputs[0].clone());
+        for (i, o) in run(&model, &inputs[0]).into_iter().enumerate() {
+            io.insert(format!("output{i}"), o);
+        }
+        nn::save_pt(&io, dir.join(format!("{name}.io.pt"))).unwrap();
+    }
 }
 
 /// Our own trace → save → load → run of the model: bit-identical to eager, with gradients
@@ -56,6 +71,19 @@ fn round_trip<M: Module>(name: &str, model: &M, x: &Tensor, run: &impl Fn(&M, &T
     script.save(&path).unwrap();
     let loaded = jit::load(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
+    // Written as TorchScript and read back by our TorchScript front end: the same results.
+    script.save_torchscript(&path).unwrap();
+    let printed = jit::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    std::fs::remove_file(&path).unwrap();
+    {
+        let _g = autograd::no_grad();
+        let a = printed.forward_tensors(std::slice::from_ref(x)).unwrap();
+        let b = script.forward_tensors(std::slice::from_ref(x)).unwrap();
+        assert_eq!(a.len(), b.len(), "{name}");
+        for (p, q) in a.iter().zip(&b) {
+            assert_bit_identical(p, q);
+        }
+    }
     for p in model.parameters() {
         p.set_grad(None).unwrap();
     }
@@ -144,49 +172,70 @@ struct Encoder {
 
 #[test]
 fn pytorch_state_dicts_load_into_our_modules_with_identical_names() {
+    check_all(None);
+}
+
+/// The five models of `gen.py` built with our `nn` and PyTorch's weights, checked (see
+/// [`check`]); with `export`, written there for PyTorch as well.
+pub(crate) fn check_all(export: Option<&Path>) {
     use aten::ops;
     let conv = |i, o, k, pad: i64, bias| {
         Conv2d::with_options(i, o, &[k, k], ConvOptions::default().padding(vec![pad, pad]).bias(bias)).unwrap()
     };
     let pool = |x: &Tensor| ops::max_pool2d(x, &[2, 2], &[], &[0, 0], &[1, 1], false).unwrap();
 
-    check("mlp", Mlp { fc1: Linear::new(8, 16).unwrap(), fc2: Linear::new(16, 4).unwrap() }, |m, x| {
-        vec![m.fc2.forward(&m.fc1.forward(x).unwrap().relu().unwrap()).unwrap()]
-    });
+    let mlp = Mlp { fc1: Linear::new(8, 16).unwrap(), fc2: Linear::new(16, 4).unwrap() };
+    let run_mlp = |m: &Mlp, x: &Tensor| vec![m.fc2.forward(&m.fc1.forward(x).unwrap().relu().unwrap()).unwrap()];
+    check("mlp", mlp, run_mlp, export);
     let lenet = LeNet {
         conv1: conv(1, 4, 5, 0, true),
         conv2: conv(4, 8, 5, 0, true),
         fc1: Linear::new(128, 32).unwrap(),
         fc2: Linear::new(32, 10).unwrap(),
     };
-    check("lenet", lenet, |m, x| {
-        let x = pool(&m.conv1.forward(x).unwrap().relu().unwrap());
-        let x = pool(&m.conv2.forward(&x).unwrap().relu().unwrap());
-        let x = ops::flatten(&x, 1, -1).unwrap();
-        let x = m.fc2.forward(&m.fc1.forward(&x).unwrap().relu().unwrap()).unwrap();
-        vec![ops::log_softmax(&x, 1, None).unwrap()]
-    });
+    check(
+        "lenet",
+        lenet,
+        |m, x| {
+            let x = pool(&m.conv1.forward(x).unwrap().relu().unwrap());
+            let x = pool(&m.conv2.forward(&x).unwrap().relu().unwrap());
+            let x = ops::flatten(&x, 1, -1).unwrap();
+            let x = m.fc2.forward(&m.fc1.forward(&x).unwrap().relu().unwrap()).unwrap();
+            vec![ops::log_softmax(&x, 1, None).unwrap()]
+        },
+        export,
+    );
     let res = ResBlock {
         conv1: conv(4, 4, 3, 1, false),
         bn1: BatchNorm2d::new(4).unwrap(),
         conv2: conv(4, 4, 3, 1, false),
         bn2: BatchNorm2d::new(4).unwrap(),
     };
-    check("resblock", res, |m, x| {
-        let y = m.bn1.forward(&m.conv1.forward(x).unwrap()).unwrap().relu().unwrap();
-        let y = m.bn2.forward(&m.conv2.forward(&y).unwrap()).unwrap();
-        vec![y.add(x).call().unwrap().relu().unwrap()]
-    });
+    check(
+        "resblock",
+        res,
+        |m, x| {
+            let y = m.bn1.forward(&m.conv1.forward(x).unwrap()).unwrap().relu().unwrap();
+            let y = m.bn2.forward(&m.conv2.forward(&y).unwrap()).unwrap();
+            vec![y.add(x).call().unwrap().relu().unwrap()]
+        },
+        export,
+    );
     let gru = GruNet {
         gru: GRU::with_options(6, 8, &RNNOptions::default().batch_first(true)).unwrap(),
         head: Linear::new(8, 3).unwrap(),
     };
-    check("gru", gru, |m, x| {
-        let (out, h) = m.gru.forward(x, None).unwrap();
-        let last = out.select(1, -1).unwrap();
-        vec![m.head.forward(&last).unwrap(), h]
-    });
+    check(
+        "gru",
+        gru,
+        |m, x| {
+            let (out, h) = m.gru.forward(x, None).unwrap();
+            let last = out.select(1, -1).unwrap();
+            vec![m.head.forward(&last).unwrap(), h]
+        },
+        export,
+    );
     let opts = TransformerLayerOptions { dim_feedforward: 16, dropout: 0.0, batch_first: true, ..Default::default() };
     let enc = Encoder { layer: TransformerEncoderLayer::with_options(8, 2, &opts).unwrap() };
-    check("encoder", enc, |m, x| vec![m.layer.forward(x).unwrap()]);
+    check("encoder", enc, |m, x| vec![m.layer.forward(x).unwrap()], export);
 }

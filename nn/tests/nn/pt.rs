@@ -209,16 +209,19 @@ fn views_of_one_storage_share_their_data() {
 
 // ---- writing: nn::save_pt ------------------------------------------------------------------
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nn-save-pt-{}", std::process::id()));
+/// A fresh directory for one test (removed by the test when it passes).
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nn-save-pt-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    dir
 }
 
 #[test]
 fn save_pt_round_trips_every_dtype_with_its_geometry_and_sharing() {
     let theirs = nn::load_pt(fixture("tensors.pt")).unwrap();
-    let path = scratch("tensors_again.pt");
+    let dir = scratch("round_trip");
+    let path = dir.join("tensors_again.pt");
     nn::save_pt(&theirs, &path).unwrap();
     let ours = nn::load_pt(&path).unwrap();
     assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "names in order");
@@ -243,6 +246,7 @@ fn save_pt_round_trips_every_dtype_with_its_geometry_and_sharing() {
         .filter(|(i, (_, t))| !theirs.iter().take(*i).any(|(_, u)| u.storage().is_same(t.storage())))
         .count();
     assert_eq!(storages, distinct, "one record per storage");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -258,7 +262,8 @@ fn a_module_saved_with_save_pt_loads_back_strictly_and_runs_the_same() {
     };
     let mut net = make();
     load_into(&mut net, "cnn", &e);
-    let path = scratch("cnn_again.pt");
+    let dir = scratch("module");
+    let path = dir.join("cnn_again.pt");
     nn::save_pt(&net.state_dict(), &path).unwrap();
     let mut again = make();
     let keys = nn::load_pt_into(&mut again, &path, true).unwrap();
@@ -272,6 +277,7 @@ fn a_module_saved_with_save_pt_loads_back_strictly_and_runs_the_same() {
     again.eval();
     let x = expect(&e, "cnn.input");
     assert_bit_equal(&again.call(&x).unwrap().detach(), &net.call(&x).unwrap().detach(), "output");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -281,19 +287,21 @@ fn save_pt_to_a_bad_path_is_an_error_and_leaves_the_old_file() {
     let missing = std::env::temp_dir().join("no-such-dir-for-save-pt").join("x.pt");
     let err = nn::save_pt(&state, &missing).unwrap_err().to_string();
     assert!(err.contains("does not exist"), "{err}");
-    let dir = scratch("a_dir.pt");
-    std::fs::create_dir_all(&dir).unwrap();
-    assert!(nn::save_pt(&state, &dir).unwrap_err().to_string().contains("is a directory"));
+    let dir = scratch("bad_path");
+    let sub = dir.join("a_dir.pt");
+    std::fs::create_dir_all(&sub).unwrap();
+    assert!(nn::save_pt(&state, &sub).unwrap_err().to_string().contains("is a directory"));
     // A tensor whose data cannot be read (a meta tensor) fails the save; the file that was
     // there stays as it was, and no temporary file is left.
-    let path = scratch("kept.pt");
+    let path = dir.join("kept.pt");
     nn::save_pt(&state, &path).unwrap();
     let before = std::fs::read(&path).unwrap();
     let meta = aten::ops::empty(&[2], None, None, Some(Device::META), None, None).unwrap();
     let bad: StateDict = [("m".to_string(), meta)].into_iter().collect();
     assert!(nn::save_pt(&bad, &path).is_err());
     assert_eq!(std::fs::read(&path).unwrap(), before);
-    assert!(!scratch("kept.pt.partial").exists());
+    assert!(!dir.join("kept.pt.partial").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// PyTorch reads what `save_pt` writes: `torch.load(weights_only=True)` of `tensors.pt` saved
@@ -303,7 +311,8 @@ fn save_pt_to_a_bad_path_is_an_error_and_leaves_the_old_file() {
 #[test]
 #[ignore = "needs Python with PyTorch: cargo test -p nn --test nn -- --ignored pytorch_"]
 fn pytorch_reads_what_save_pt_writes() {
-    let path = scratch("tensors_for_pytorch.pt");
+    let dir = scratch("pytorch");
+    let path = dir.join("tensors_for_pytorch.pt");
     nn::save_pt(&nn::load_pt(fixture("tensors.pt")).unwrap(), &path).unwrap();
     let script = r#"
 import sys, torch
@@ -334,6 +343,7 @@ print("ok", len(ours))
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.starts_with("ok 18"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 // ---- a checkpoint of plain values (pickle protocol 4) -------------------------------------
