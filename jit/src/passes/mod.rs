@@ -7,9 +7,10 @@
 //! `prim::RaiseException` have side effects. Dead-code elimination keeps mutating, random and
 //! side-effecting nodes (PyTorch removes unused random calls; keeping them keeps the generator's
 //! state what eager code leaves). Merging and rewriting would be wrong for a tensor that is
-//! later written to, so CSE and the tensor peepholes only run on graphs without mutation (we
-//! have no alias analysis yet: a graph with one in-place op keeps all its tensor nodes).
+//! later written to, so CSE and the tensor peepholes only touch nodes whose inputs and outputs
+//! no node writes, directly or through an alias ([`AliasDb`], Note [Alias classes]).
 
+pub mod alias;
 pub mod constant_propagation;
 pub mod cse;
 pub mod dce;
@@ -20,6 +21,7 @@ pub mod shape_prop;
 use crate::interpreter::resolve;
 use crate::ir::{Graph, NodeId};
 
+pub use alias::AliasDb;
 pub use constant_propagation::constant_propagation;
 pub use cse::eliminate_common_subexpressions;
 pub use dce::eliminate_dead_code;

@@ -7,24 +7,28 @@
 //! - `x.view(a).view(b)` → `x.view(b)` for a contiguous `x`, `x.reshape(a).reshape(b)` →
 //!   `x.reshape(b)`.
 //!
-//! The rules make results share memory with their inputs, so the pass leaves graphs that write
-//! to tensors alone (Note [Effects in passes]). Run dead-code elimination after it.
+//! The rules make results share memory with their inputs, so a rule only rewrites nodes whose
+//! inputs and outputs no node writes, directly or through an alias (Note [Alias classes]). Run
+//! dead-code elimination after it.
 
 use c10::ScalarType;
 
 use crate::ir::{Constant, Graph, NodeId, ValueId};
 use crate::types::{JitType, TensorType};
 
-use super::has_mutation;
+use super::AliasDb;
 
 /// Runs the pass; returns whether anything was rewritten.
 pub fn peephole(g: &mut Graph) -> bool {
-    if has_mutation(g) {
-        return false;
-    }
+    let mut aliases = AliasDb::new(g);
     let mut changed = false;
     for n in g.all_nodes() {
-        if !g.is_alive(n) {
+        if !g.is_alive(n) || !aliases.untouched(g, n) {
+            continue;
+        }
+        // The view chain's inner node too.
+        let inner = g.inputs_of(n).first().and_then(|&v| g.producer(v));
+        if inner.is_some_and(|p| !aliases.untouched(g, p)) {
             continue;
         }
         if let Some(replacement) = rewrite(g, n) {

@@ -244,3 +244,97 @@ fn optimize_runs_the_passes_to_a_fixed_point() {
 "
     );
 }
+
+#[test]
+fn cse_and_peepholes_work_around_the_tensors_a_graph_writes() {
+    // `%c` is a fresh clone and the only tensor written: the two reads of `%x` merge, and so
+    // do the two `t().t()` chains' rewrites.
+    check(
+        eliminate_common_subexpressions,
+        "graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::relu(%x)
+  %b : Tensor = aten::relu(%x)
+  %c : Tensor = aten::clone(%x, %none)
+  %d : Tensor = aten::add_(%c, %a, %one)
+  return (%a, %b, %d)
+",
+        "graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::relu(%x)
+  %c : Tensor = aten::clone(%x, %none)
+  %d : Tensor = aten::add_(%c, %a, %one)
+  return (%a, %a, %d)
+",
+        true,
+    );
+    // Written through a view: `%x` itself changes between the two reads.
+    let through_a_view = "graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %shape : int[] = prim::Constant[value=[-1]]()
+  %a : Tensor = aten::relu(%x)
+  %v : Tensor = aten::view(%x, %shape)
+  %w : Tensor = aten::add_(%v, %v, %one)
+  %b : Tensor = aten::relu(%x)
+  return (%a, %b, %w)
+";
+    check(eliminate_common_subexpressions, through_a_view, through_a_view, false);
+    // Through a list, and through the other input (the caller may pass one tensor twice).
+    let through_a_list = "graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %zero : int = prim::Constant[value=0]()
+  %a : Tensor = aten::relu(%x)
+  %l : Tensor[] = prim::ListConstruct(%x)
+  %y : Tensor = aten::__getitem__(%l, %zero)
+  %w : Tensor = aten::add_(%y, %y, %one)
+  %b : Tensor = aten::relu(%x)
+  return (%a, %b, %w)
+";
+    check(eliminate_common_subexpressions, through_a_list, through_a_list, false);
+    let other_input = "graph(%x : Tensor, %y : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::relu(%x)
+  %w : Tensor = aten::add_(%y, %y, %one)
+  %b : Tensor = aten::relu(%x)
+  return (%a, %b, %w)
+";
+    check(eliminate_common_subexpressions, other_input, other_input, false);
+    // Through a loop's carried value.
+    let through_a_loop = "graph(%x : Tensor, %n : int):
+  %one : int = prim::Constant[value=1]()
+  %t : bool = prim::Constant[value=1]()
+  %a : Tensor = aten::relu(%x)
+  %r : Tensor = prim::Loop(%n, %t, %x)
+    block0(%i : int, %c : Tensor):
+      %w : Tensor = aten::add_(%c, %c, %one)
+      -> (%t, %w)
+  %b : Tensor = aten::relu(%x)
+  return (%a, %b, %r)
+";
+    check(eliminate_common_subexpressions, through_a_loop, through_a_loop, false);
+    // A peephole rule applies to the untouched part of a graph that writes.
+    check(
+        peephole,
+        "graph(%x : Tensor, %z : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::t(%x)
+  %b : Tensor = aten::t(%a)
+  %c : Tensor = aten::clone(%b, %none)
+  %d : Tensor = aten::add_(%c, %c, %one)
+  return (%b, %d)
+",
+        "graph(%x : Tensor, %z : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::t(%x)
+  %b : Tensor = aten::t(%a)
+  %c : Tensor = aten::clone(%x, %none)
+  %d : Tensor = aten::add_(%c, %c, %one)
+  return (%x, %d)
+",
+        true,
+    );
+}
