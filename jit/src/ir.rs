@@ -290,6 +290,44 @@ impl Graph {
         id
     }
 
+    /// Copies the nodes of block `src` (with their attributes and blocks) into block `dest` at
+    /// position `pos`, reading `map[v]` wherever they read a value `v` of the map (the block's
+    /// parameters, to begin with) and `v` itself otherwise; the copies' outputs are added to
+    /// the map. Returns the position after the last copy.
+    pub fn clone_block_into(
+        &mut self,
+        src: BlockId,
+        dest: BlockId,
+        mut pos: usize,
+        map: &mut std::collections::HashMap<ValueId, ValueId>,
+    ) -> usize {
+        for n in self.block_nodes(src).to_vec() {
+            let inputs: Vec<ValueId> = self.inputs_of(n).iter().map(|v| *map.get(v).unwrap_or(v)).collect();
+            let types: Vec<JitType> = self.outputs_of(n).iter().map(|&v| self.value_type(v).clone()).collect();
+            let kind = self.kind(n).to_string();
+            let copy = self.insert_node(dest, Some(pos), &kind, &inputs, types);
+            pos += 1;
+            self.nodes[copy.0 as usize].attrs = self.nodes[n.0 as usize].attrs.clone();
+            for (&old, &new) in self.outputs_of(n).to_vec().iter().zip(&self.outputs_of(copy).to_vec()) {
+                map.insert(old, new);
+            }
+            for b in self.blocks_of(n).to_vec() {
+                let nb = self.add_block(copy);
+                for p in self.block_params(b).to_vec() {
+                    let ty = self.value_type(p).clone();
+                    let np = self.add_param(nb, ty, None);
+                    map.insert(p, np);
+                }
+                self.clone_block_into(b, nb, 0, map);
+                for r in self.block_returns(b).to_vec() {
+                    let nr = *map.get(&r).unwrap_or(&r);
+                    self.add_return(nb, nr);
+                }
+            }
+        }
+        pos
+    }
+
     /// Appends a `prim::Constant` to block `b` (or inserts it at `pos`) and returns its value.
     pub fn insert_constant(&mut self, b: BlockId, pos: Option<usize>, c: Constant) -> ValueId {
         let ty = c.ty(self);

@@ -17,6 +17,7 @@ pub mod dce;
 pub mod fuse;
 pub mod peephole;
 pub mod shape_prop;
+pub mod unroll;
 
 use crate::interpreter::resolve;
 use crate::ir::{Graph, NodeId};
@@ -27,13 +28,16 @@ pub use cse::eliminate_common_subexpressions;
 pub use dce::eliminate_dead_code;
 pub use peephole::peephole;
 pub use shape_prop::{propagate_shapes, set_input_types, ShapeReport};
+pub use unroll::unroll_loops;
 
-/// The derivative-preserving passes to a fixed point: constant propagation, peephole rules,
-/// CSE and dead-code elimination. Returns whether anything changed.
+/// The derivative-preserving passes to a fixed point: constant propagation, unrolling of small
+/// constant loops, peephole rules, CSE and dead-code elimination. Returns whether anything
+/// changed.
 pub fn optimize(g: &mut Graph) -> bool {
     let mut changed = false;
     for _ in 0..16 {
         let mut round = constant_propagation(g);
+        round |= unroll_loops(g);
         round |= peephole(g);
         round |= eliminate_common_subexpressions(g);
         round |= eliminate_dead_code(g);

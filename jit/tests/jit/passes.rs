@@ -1,6 +1,8 @@
 //! Each pass on graphs in the text form: the input graph and the graph expected after it.
 
-use jit::passes::{constant_propagation, eliminate_common_subexpressions, eliminate_dead_code, optimize, peephole};
+use jit::passes::{
+    constant_propagation, eliminate_common_subexpressions, eliminate_dead_code, optimize, peephole, unroll_loops,
+};
 use jit::{parse, Graph};
 
 fn check(pass: fn(&mut Graph) -> bool, input: &str, expected: &str, changes: bool) {
@@ -337,4 +339,83 @@ fn cse_and_peepholes_work_around_the_tensors_a_graph_writes() {
 ",
         true,
     );
+}
+
+#[test]
+fn constant_loops_unroll_into_copies_of_their_body() {
+    // for i in range(3): acc = acc * x + i; with a nested constant loop of 2 trips.
+    let input = "graph(%x : Tensor, %acc0 : Tensor):
+  %three : int = prim::Constant[value=3]()
+  %two : int = prim::Constant[value=2]()
+  %t : bool = prim::Constant[value=1]()
+  %one : int = prim::Constant[value=1]()
+  %r : Tensor = prim::Loop(%three, %t, %acc0)
+    block0(%i : int, %acc : Tensor):
+      %m : Tensor = aten::mul(%acc, %x)
+      %s : Tensor = aten::add(%m, %i, %one)
+      %q : Tensor = prim::Loop(%two, %t, %s)
+        block0(%j : int, %u : Tensor):
+          %v : Tensor = aten::sub(%u, %j, %one)
+          -> (%t, %v)
+      -> (%t, %q)
+  return (%r)
+";
+    let mut g = parse(input).unwrap();
+    let x = aten::Tensor::from_slice(&[0.5f32, 2.0]);
+    let acc = aten::Tensor::from_slice(&[1.0f32, -1.0]);
+    let run = |g: &Graph| {
+        let out = jit::Code::new(g)
+            .unwrap()
+            .run(vec![aten::IValue::Tensor(x.clone()), aten::IValue::Tensor(acc.clone())])
+            .unwrap();
+        match &out[0] {
+            aten::IValue::Tensor(t) => t.to_vec::<f32>().unwrap(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let before = run(&g);
+    // By hand: acc = ((acc * x + i) - 0) - 1 for i in 0, 1, 2.
+    let mut expect = [1.0f32, -1.0];
+    for i in 0..3 {
+        for (a, xv) in expect.iter_mut().zip([0.5f32, 2.0]) {
+            *a = *a * xv + i as f32 - 1.0;
+        }
+    }
+    assert_eq!(before, expect);
+    assert!(unroll_loops(&mut g));
+    g.lint().unwrap();
+    let text = g.to_string();
+    assert!(!text.contains("prim::Loop"), "{text}");
+    assert_eq!(text.matches("aten::mul").count(), 3, "{text}");
+    assert_eq!(text.matches("aten::sub").count(), 6, "{text}");
+    assert_eq!(run(&g), expect);
+    // Zero trips: the initial values.
+    let mut zero =
+        parse(&input.replace("%three : int = prim::Constant[value=3]()", "%three : int = prim::Constant[value=0]()"))
+            .unwrap();
+    assert!(unroll_loops(&mut zero));
+    zero.lint().unwrap();
+    assert_eq!(zero.to_string().matches("aten::").count(), 0, "{zero}");
+    // Not unrolled: a trip count that is not a constant, a condition that is not constantly
+    // true, and a loop over the limit.
+    let dynamic = input
+        .replace("prim::Loop(%three, %t, %acc0)", "prim::Loop(%n, %t, %acc0)")
+        .replace("%acc0 : Tensor)", "%acc0 : Tensor, %n : int)");
+    let mut g = parse(&dynamic).unwrap();
+    assert!(unroll_loops(&mut g)); // the inner one only
+    assert_eq!(g.to_string().matches("prim::Loop").count(), 1);
+    let cond = "graph(%x : Tensor, %c : bool):
+  %three : int = prim::Constant[value=3]()
+  %r : Tensor = prim::Loop(%three, %c, %x)
+    block0(%i : int, %a : Tensor):
+      %n : Tensor = aten::neg(%a)
+      -> (%c, %n)
+  return (%r)
+";
+    check(unroll_loops, cond, cond, false);
+    let big = cond.replace("%c, %x)", "%t, %x)").replace("-> (%c, %n)", "-> (%t, %n)").replace(
+        "%three : int = prim::Constant[value=3]()",
+        "%three : int = prim::Constant[value=65]()\n  %t : bool = prim::Constant[value=1]()",
+    );
+    check(unroll_loops, &big, &big, false);
 }
