@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use aten::Tensor;
 use c10::ScalarType;
 use jit::{passes, JitType, TensorType};
+use nn::Module;
 
 fn models() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jit/models")
@@ -222,4 +223,109 @@ fn factories_without_a_device_run_on_meta_and_stale_types_are_reset() {
     assert_eq!(report.unknown.len(), 1, "{report:?}");
     let a = g.outputs()[0];
     assert_eq!(g.value_type(a), &JitType::tensor());
+}
+
+#[test]
+fn shapes_flow_through_branches_and_loops_to_a_fixed_point() {
+    // h = x[:, 0]; for t in range(n): h = tanh(h @ w + x[:, t]) — the carried h keeps its
+    // dtype and sizes, so the loop settles and they are known (not its strides: the first h is
+    // a strided view, the others are contiguous); a list that grows each trip is not known.
+    let text = "graph(%x : Float(2, 5, 3, strides=[15, 3, 1], device=cpu), %w : Float(3, 3, strides=[3, 1], device=cpu), %c : bool):
+  %one : int = prim::Constant[value=1]()
+  %t : bool = prim::Constant[value=1]()
+  %zero : int = prim::Constant[value=0]()
+  %n : int = aten::size(%x, %one)
+  %h0 : Tensor = aten::select(%x, %one, %zero)
+  %l0 : Tensor[] = prim::ListConstruct()
+  %h : Tensor, %l : Tensor[] = prim::Loop(%n, %t, %h0, %l0)
+    block0(%i : int, %hc : Tensor, %lc : Tensor[]):
+      %xt : Tensor = aten::select(%x, %one, %i)
+      %m : Tensor = aten::mm(%hc, %w)
+      %s : Tensor = aten::add(%m, %xt, %one)
+      %hn : Tensor = aten::tanh(%s)
+      %ln : Tensor[] = aten::append(%lc, %hn)
+      -> (%t, %hn, %ln)
+  %y : Tensor = prim::If(%c)
+    block0():
+      %a : Tensor = aten::relu(%h)
+      -> (%a)
+    block1():
+      %b : Tensor = aten::neg(%h)
+      -> (%b)
+  %z : Tensor = prim::If(%c)
+    block0():
+      -> (%h)
+    block1():
+      %pair : Tensor[] = prim::ListConstruct(%h, %h)
+      %wide : Tensor = aten::cat(%pair, %one)
+      -> (%wide)
+  %st : Tensor = aten::stack(%l, %one)
+  return (%y, %z, %st)
+";
+    let mut g = jit::parse(text).unwrap();
+    let report = passes::propagate_shapes(&mut g);
+    let out = g.to_string();
+    assert!(out.contains("%h : Float(2, 3, device=cpu), %l : Tensor[] = prim::Loop"), "{out}");
+    assert!(out.contains("%hc : Float(2, 3, device=cpu)"), "{out}");
+    assert!(out.contains("%xt : Float(2, 3, strides=[15, 1], device=cpu) = aten::select"), "{out}");
+    assert!(out.contains("%hn : Float(2, 3, device=cpu) = aten::tanh"), "{out}");
+    assert!(out.contains("%y : Float(2, 3, device=cpu) = prim::If"), "{out}");
+    assert!(out.contains("%wide : Float(2, 6, device=cpu) = aten::cat"), "{out}");
+    // The branches disagree on `%z`'s sizes; they agree on its dtype and device.
+    let z = g.value_type(g.outputs()[1]).clone();
+    let JitType::Tensor(zt) = &z else { panic!("{z}") };
+    assert_eq!((zt.dtype, zt.sizes.clone(), zt.device), (Some(ScalarType::F32), None, Some(c10::Device::CPU)), "{out}");
+    let kinds: Vec<&str> = report.unknown.iter().map(|(_, k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["aten::append", "prim::Loop", "prim::If", "aten::stack"], "{report:?}");
+    // The graph still runs, and its values have the propagated shapes.
+    let x = aten::ops::randn(&[2, 5, 3], None, None, None, None).unwrap();
+    let w = aten::ops::randn(&[3, 3], None, None, None, None).unwrap();
+    let outs = jit::Code::new(&g)
+        .unwrap()
+        .run(vec![aten::IValue::Tensor(x), aten::IValue::Tensor(w), aten::IValue::Bool(true)])
+        .unwrap();
+    let aten::IValue::Tensor(y) = &outs[0] else { panic!() };
+    assert_eq!(y.sizes(), &[2, 3]);
+}
+
+#[test]
+fn pytorch_scripted_models_propagate_through_their_control_flow() {
+    // Every output the pass gives a full type has the shape and dtype of PyTorch's output for
+    // the same inputs.
+    let mut full = 0;
+    for name in ["s_branch", "s_rnn_loop", "s_while_break", "s_layers", "s_optional", "s_tuple", "s_list_stack"] {
+        let mut m = jit::load(models().join(format!("{name}.pt"))).unwrap();
+        let io = nn::serialize::load_file(models().join(format!("{name}.io.safetensors"))).unwrap();
+        let g = m.graph().clone();
+        let mut types = Vec::new();
+        for (i, &v) in g.inputs().iter().enumerate() {
+            let ty = match (io.tensors.get(&format!("a.input{i}")), g.value_type(v)) {
+                (Some(t), JitType::Tensor(_)) if i < m.num_inputs() => JitType::Tensor(TensorType::of(t)),
+                (_, ty) => ty.clone(),
+            };
+            types.push(ty);
+        }
+        let params: Vec<aten::Tensor> = m.parameters().into_iter().map(|p| p.tensor().clone()).collect();
+        let buffers: Vec<aten::Tensor> = m.named_buffers().into_iter().map(|(_, b)| b).collect();
+        for (ty, t) in types[m.num_inputs()..].iter_mut().zip(params.iter().chain(&buffers)) {
+            *ty = JitType::Tensor(TensorType::of(t));
+        }
+        let mut g = g;
+        passes::set_input_types(&mut g, &types).unwrap();
+        passes::propagate_shapes(&mut g);
+        let mut got = Vec::new();
+        for &v in g.outputs() {
+            tensor_types(g.value_type(v), &mut got);
+        }
+        let expected: Vec<aten::Tensor> =
+            (0..).map_while(|i| io.tensors.get(&format!("a.output{i}")).cloned()).collect();
+        for (k, ((dtype, sizes), e)) in got.iter().zip(&expected).enumerate() {
+            if let (Some(d), Some(s)) = (dtype, sizes) {
+                assert_eq!((*d, s.as_slice()), (e.dtype(), e.sizes()), "{name} output {k}");
+                full += 1;
+            }
+        }
+        m.set_graph(g).unwrap();
+    }
+    assert!(full >= 4, "only {full} outputs got a full type");
 }
