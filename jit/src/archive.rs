@@ -91,7 +91,7 @@ impl ScriptModule {
 pub fn load(path: impl AsRef<Path>) -> Result<ScriptModule> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|e| io_err(path, e))?;
-    let mut zip = ZipArchive::new(file).map_err(|e| io_err(path, format!("not a zip archive ({e})")))?;
+    let mut zip = nn::pt::open_zip(file).map_err(|e| io_err(path, format!("not a zip archive ({e})")))?;
     let names: Vec<String> =
         zip.file_names_raw().filter_map(|n| std::str::from_utf8(n).ok()).map(str::to_string).collect();
     if crate::export::is_pt2(&names) {

@@ -38,6 +38,22 @@ impl<T: Read + Seek + Send> ReadSeek for T {}
 /// 0x1950a86a20f9469cfc6c as a `LONG1`.
 const LEGACY_MAGIC: [u8; 14] = [0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19];
 
+/// Opens a zip archive that starts at the reader's first byte, as every archive PyTorch writes
+/// does (Note [Zip archive offsets]).
+///
+/// Note [Zip archive offsets]: the `zip` crate's default reader looks for an archive that may
+/// sit after a prefix (a self-extracting stub), and it guesses the central directory's start as
+/// the end record's offset minus the directory's size. PyTorch's writer puts zip64 end records
+/// (76 bytes) between the two, so the guess lands 76 bytes into the directory, and when the
+/// first directory entry is itself 76 bytes long (a 30-character first record name:
+/// `mymodel_checkpoint_v1/data.pkl`) the guess finds an entry header there and reads every
+/// entry from the wrong place ("Invalid Central Directory header"). One file in twelve of
+/// `gen_modules.py`'s was refused so. The offset is given instead: 0.
+pub fn open_zip<R: Read + Seek>(reader: R) -> zip::result::ZipResult<ZipArchive<R>> {
+    let config = zip::read::Config { archive_offset: zip::read::ArchiveOffset::Known(0) };
+    ZipArchive::with_config(config, reader)
+}
+
 /// A zip archive written by `torch.save` or `torch.jit.save`. Record names are relative to the
 /// archive's prefix (the directory holding `data.pkl`, whatever it is called).
 ///
@@ -80,7 +96,7 @@ impl PtArchive {
     }
 
     fn from_reader(reader: Box<dyn ReadSeek>, len: u64, path: &Path) -> Result<PtArchive> {
-        let zip = ZipArchive::new(reader).map_err(|e| io_err(path, format!("not a valid zip archive: {e}")))?;
+        let zip = open_zip(reader).map_err(|e| io_err(path, format!("not a valid zip archive: {e}")))?;
         let prefix = zip
             .file_names_raw()
             .filter_map(|n| std::str::from_utf8(n).ok()?.strip_suffix("/data.pkl"))

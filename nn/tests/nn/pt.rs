@@ -877,3 +877,15 @@ fn a_deeply_nested_build_state_is_walked_without_recursion() {
     let v = archive.unpickle("data.pkl").unwrap();
     assert_eq!(v.as_dict().unwrap().get("w").unwrap().as_tensor().unwrap().sizes(), [8, 4]);
 }
+
+/// Note [Zip archive offsets]: a file whose first record name has 30 characters, whose first
+/// central directory entry is then as long as PyTorch's zip64 end records, was read from the
+/// wrong offset and refused ("Invalid Central Directory header").
+#[test]
+fn an_archive_whose_first_directory_entry_is_76_bytes_loads() {
+    let state = nn::load_pt(fixture("mymodel_checkpoint_v1.pt")).unwrap();
+    assert_eq!(state.keys().collect::<Vec<_>>(), ["w", "b"]);
+    assert_eq!(state.get("w").unwrap().to_vec::<f32>().unwrap(), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    assert_eq!(state.get("w").unwrap().sizes(), &[2, 3]);
+    assert_eq!(state.get("b").unwrap().to_vec::<i64>().unwrap(), [1, -2]);
+}
