@@ -1547,9 +1547,9 @@ impl<'a> ArangeStart<'a> {
 
 /// The builder of [`linspace`](crate::front::linspace); overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
-/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4006)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4142)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4146)
+/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4016)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4152)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4156)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -2938,7 +2938,7 @@ impl<'a> Pow<'a> {
 
 /// The builder of [`lerp`](crate::front::lerp); overloads:
 /// - `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
-/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3523)
+/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3533)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Lerp<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3105,7 +3105,7 @@ impl<'a> Clamp<'a> {
 
 /// The builder of [`masked_fill`](crate::front::masked_fill); overloads:
 /// - `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
-/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3347)
+/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3352)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaskedFill<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3134,8 +3134,39 @@ impl<'a> MaskedFill<'a> {
     }
 }
 
+/// The builder of [`masked_fill_`](crate::front::masked_fill_); overloads:
+/// - `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1336)
+/// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3356)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct MaskedFillInplace<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) mask: &'a Tensor,
+    pub(crate) value: TensorOrScalar<'a>,
+}
+
+impl<'a> MaskedFillInplace<'a> {
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let MaskedFillInplace { self_, mask, value, .. } = self;
+        if value.is_scalar() {
+            return crate::handles::masked_fill_scalar_::call(self_, mask, value.scalar("masked_fill_", "value")?);
+        }
+        if value.is_tensor() {
+            return crate::handles::masked_fill_tensor_::call(self_, mask, value.tensor("masked_fill_", "value")?);
+        }
+        Err(crate::front::no_overload(
+            "masked_fill_",
+            &[
+                "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
+                "masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
+            ],
+        ))
+    }
+}
+
 /// The builder of [`leaky_relu`](crate::front::leaky_relu); overloads:
-/// - `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1336)
+/// - `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1341)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LeakyRelu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3159,7 +3190,7 @@ impl<'a> LeakyRelu<'a> {
 }
 
 /// The builder of [`hardtanh`](crate::front::hardtanh); overloads:
-/// - `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1341)
+/// - `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1346)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Hardtanh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3191,7 +3222,7 @@ impl<'a> Hardtanh<'a> {
 }
 
 /// The builder of [`elu`](crate::front::elu); overloads:
-/// - `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1346)
+/// - `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1351)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Elu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3236,7 +3267,7 @@ impl<'a> Elu<'a> {
 }
 
 /// The builder of [`softplus`](crate::front::softplus); overloads:
-/// - `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1351)
+/// - `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1356)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Softplus<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3268,7 +3299,7 @@ impl<'a> Softplus<'a> {
 }
 
 /// The builder of [`gelu`](crate::front::gelu); overloads:
-/// - `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1356)
+/// - `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1361)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gelu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3292,7 +3323,7 @@ impl<'a> Gelu<'a> {
 }
 
 /// The builder of [`logit`](crate::front::logit); overloads:
-/// - `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1361)
+/// - `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1366)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Logit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3316,8 +3347,8 @@ impl<'a> Logit<'a> {
 }
 
 /// The builder of [`sum`](crate::front::sum); overloads:
-/// - `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1368)
-/// - `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1374)
+/// - `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1373)
+/// - `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1379)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3361,8 +3392,8 @@ impl<'a> Sum<'a> {
 }
 
 /// The builder of [`mean`](crate::front::mean); overloads:
-/// - `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1379)
-/// - `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1384)
+/// - `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1384)
+/// - `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1389)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Mean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3406,7 +3437,7 @@ impl<'a> Mean<'a> {
 }
 
 /// The builder of [`prod_dim_int`](crate::front::prod_dim_int); overloads:
-/// - `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1389)
+/// - `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1394)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ProdDimInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3439,9 +3470,9 @@ impl<'a> ProdDimInt<'a> {
 }
 
 /// The builder of [`var`](crate::front::var); overloads:
-/// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1394)
-/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3135)
-/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3139)
+/// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
+/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3140)
+/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3144)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Var<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3505,9 +3536,9 @@ impl<'a> Var<'a> {
 }
 
 /// The builder of [`std`](crate::front::std); overloads:
-/// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
-/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3143)
-/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3147)
+/// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1404)
+/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3148)
+/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3152)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Std<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3571,7 +3602,7 @@ impl<'a> Std<'a> {
 }
 
 /// The builder of [`max_dim`](crate::front::max_dim); overloads:
-/// - `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1409)
+/// - `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1414)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3596,7 +3627,7 @@ impl<'a> MaxDim<'a> {
 }
 
 /// The builder of [`min_dim`](crate::front::min_dim); overloads:
-/// - `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1419)
+/// - `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1424)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MinDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3621,7 +3652,7 @@ impl<'a> MinDim<'a> {
 }
 
 /// The builder of [`amax`](crate::front::amax); overloads:
-/// - `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1424)
+/// - `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1429)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Amax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3654,7 +3685,7 @@ impl<'a> Amax<'a> {
 }
 
 /// The builder of [`amin`](crate::front::amin); overloads:
-/// - `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1429)
+/// - `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1434)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Amin<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3687,7 +3718,7 @@ impl<'a> Amin<'a> {
 }
 
 /// The builder of [`argmax`](crate::front::argmax); overloads:
-/// - `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1434)
+/// - `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1439)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Argmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3719,7 +3750,7 @@ impl<'a> Argmax<'a> {
 }
 
 /// The builder of [`argmin`](crate::front::argmin); overloads:
-/// - `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1439)
+/// - `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1444)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Argmin<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3751,7 +3782,7 @@ impl<'a> Argmin<'a> {
 }
 
 /// The builder of [`logsumexp`](crate::front::logsumexp); overloads:
-/// - `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1444)
+/// - `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1449)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Logsumexp<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3777,8 +3808,8 @@ impl<'a> Logsumexp<'a> {
 }
 
 /// The builder of [`all`](crate::front::all); overloads:
-/// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1449)
-/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3551)
+/// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
+/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3561)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct All<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3814,8 +3845,8 @@ impl<'a> All<'a> {
 }
 
 /// The builder of [`any`](crate::front::any); overloads:
-/// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
-/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3547)
+/// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1459)
+/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3557)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Any<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3851,7 +3882,7 @@ impl<'a> Any<'a> {
 }
 
 /// The builder of [`any_dim`](crate::front::any_dim); overloads:
-/// - `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1459)
+/// - `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1464)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AnyDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3876,7 +3907,7 @@ impl<'a> AnyDim<'a> {
 }
 
 /// The builder of [`all_dim`](crate::front::all_dim); overloads:
-/// - `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1464)
+/// - `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1469)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AllDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3901,7 +3932,7 @@ impl<'a> AllDim<'a> {
 }
 
 /// The builder of [`cumsum`](crate::front::cumsum); overloads:
-/// - `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1469)
+/// - `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1474)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cumsum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3926,7 +3957,7 @@ impl<'a> Cumsum<'a> {
 }
 
 /// The builder of [`cumprod`](crate::front::cumprod); overloads:
-/// - `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1474)
+/// - `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1479)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cumprod<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3951,7 +3982,7 @@ impl<'a> Cumprod<'a> {
 }
 
 /// The builder of [`softmax`](crate::front::softmax); overloads:
-/// - `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1479)
+/// - `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1484)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Softmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3976,7 +4007,7 @@ impl<'a> Softmax<'a> {
 }
 
 /// The builder of [`log_softmax`](crate::front::log_softmax); overloads:
-/// - `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1484)
+/// - `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1489)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LogSoftmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4001,7 +4032,7 @@ impl<'a> LogSoftmax<'a> {
 }
 
 /// The builder of [`cat`](crate::front::cat); overloads:
-/// - `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1492)
+/// - `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1497)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cat<'a> {
     pub(crate) tensors: TensorList<'a>,
@@ -4025,7 +4056,7 @@ impl<'a> Cat<'a> {
 }
 
 /// The builder of [`stack`](crate::front::stack); overloads:
-/// - `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1501)
+/// - `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1506)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Stack<'a> {
     pub(crate) tensors: TensorList<'a>,
@@ -4049,7 +4080,7 @@ impl<'a> Stack<'a> {
 }
 
 /// The builder of [`split`](crate::front::split); overloads:
-/// - `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1509)
+/// - `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1514)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Split<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4074,7 +4105,7 @@ impl<'a> Split<'a> {
 }
 
 /// The builder of [`split_with_sizes`](crate::front::split_with_sizes); overloads:
-/// - `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1514)
+/// - `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1519)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SplitWithSizes<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4100,7 +4131,7 @@ impl<'a> SplitWithSizes<'a> {
 }
 
 /// The builder of [`chunk`](crate::front::chunk); overloads:
-/// - `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1519)
+/// - `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1524)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Chunk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4125,7 +4156,7 @@ impl<'a> Chunk<'a> {
 }
 
 /// The builder of [`unbind`](crate::front::unbind); overloads:
-/// - `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1524)
+/// - `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1529)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Unbind<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4149,7 +4180,7 @@ impl<'a> Unbind<'a> {
 }
 
 /// The builder of [`repeat_interleave`](crate::front::repeat_interleave); overloads:
-/// - `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1547)
+/// - `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1552)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RepeatInterleave<'a> {
     pub(crate) repeats: &'a Tensor,
@@ -4173,7 +4204,7 @@ impl<'a> RepeatInterleave<'a> {
 }
 
 /// The builder of [`repeat_interleave_self_tensor`](crate::front::repeat_interleave_self_tensor); overloads:
-/// - `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1551)
+/// - `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1556)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RepeatInterleaveSelfTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4206,7 +4237,7 @@ impl<'a> RepeatInterleaveSelfTensor<'a> {
 }
 
 /// The builder of [`repeat_interleave_self_int`](crate::front::repeat_interleave_self_int); overloads:
-/// - `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1556)
+/// - `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1561)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RepeatInterleaveSelfInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4239,7 +4270,7 @@ impl<'a> RepeatInterleaveSelfInt<'a> {
 }
 
 /// The builder of [`roll`](crate::front::roll); overloads:
-/// - `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1566)
+/// - `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1571)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Roll<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4266,7 +4297,7 @@ impl<'a> Roll<'a> {
 }
 
 /// The builder of [`rot90`](crate::front::rot90); overloads:
-/// - `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1571)
+/// - `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1576)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Rot90<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4299,7 +4330,7 @@ impl<'a> Rot90<'a> {
 }
 
 /// The builder of [`tril`](crate::front::tril); overloads:
-/// - `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1576)
+/// - `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1581)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Tril<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4323,7 +4354,7 @@ impl<'a> Tril<'a> {
 }
 
 /// The builder of [`tril_`](crate::front::tril_); overloads:
-/// - `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1581)
+/// - `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1586)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrilInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4347,7 +4378,7 @@ impl<'a> TrilInplace<'a> {
 }
 
 /// The builder of [`triu`](crate::front::triu); overloads:
-/// - `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1590)
+/// - `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1595)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Triu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4371,7 +4402,7 @@ impl<'a> Triu<'a> {
 }
 
 /// The builder of [`triu_`](crate::front::triu_); overloads:
-/// - `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1595)
+/// - `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1600)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriuInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4395,7 +4426,7 @@ impl<'a> TriuInplace<'a> {
 }
 
 /// The builder of [`diag`](crate::front::diag); overloads:
-/// - `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1604)
+/// - `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1609)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diag<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4419,7 +4450,7 @@ impl<'a> Diag<'a> {
 }
 
 /// The builder of [`diag_embed`](crate::front::diag_embed); overloads:
-/// - `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1609)
+/// - `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1614)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagEmbed<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4459,7 +4490,7 @@ impl<'a> DiagEmbed<'a> {
 }
 
 /// The builder of [`pad`](crate::front::pad); overloads:
-/// - `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1634)
+/// - `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1639)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pad<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4493,7 +4524,7 @@ impl<'a> Pad<'a> {
 }
 
 /// The builder of [`constant_pad_nd`](crate::front::constant_pad_nd); overloads:
-/// - `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1638)
+/// - `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1643)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConstantPadNd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4519,7 +4550,7 @@ impl<'a> ConstantPadNd<'a> {
 }
 
 /// The builder of [`gather`](crate::front::gather); overloads:
-/// - `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1652)
+/// - `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1657)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gather<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4545,7 +4576,7 @@ impl<'a> Gather<'a> {
 }
 
 /// The builder of [`index_add`](crate::front::index_add); overloads:
-/// - `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1724)
+/// - `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1729)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexAdd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4572,7 +4603,7 @@ impl<'a> IndexAdd<'a> {
 }
 
 /// The builder of [`index_add_`](crate::front::index_add_); overloads:
-/// - `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1730)
+/// - `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1735)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexAddInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4599,8 +4630,8 @@ impl<'a> IndexAddInplace<'a> {
 }
 
 /// The builder of [`index_fill`](crate::front::index_fill); overloads:
-/// - `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1750)
-/// - `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1760)
+/// - `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1755)
+/// - `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1765)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexFill<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4641,8 +4672,8 @@ impl<'a> IndexFill<'a> {
 }
 
 /// The builder of [`index_fill_`](crate::front::index_fill_); overloads:
-/// - `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1755)
-/// - `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1765)
+/// - `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1760)
+/// - `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1770)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexFillInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4683,7 +4714,7 @@ impl<'a> IndexFillInplace<'a> {
 }
 
 /// The builder of [`index_put`](crate::front::index_put); overloads:
-/// - `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1775)
+/// - `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1780)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexPut<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4709,7 +4740,7 @@ impl<'a> IndexPut<'a> {
 }
 
 /// The builder of [`index_put_`](crate::front::index_put_); overloads:
-/// - `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1780)
+/// - `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1785)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexPutInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4735,7 +4766,7 @@ impl<'a> IndexPutInplace<'a> {
 }
 
 /// The builder of [`count_nonzero`](crate::front::count_nonzero); overloads:
-/// - `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1809)
+/// - `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1814)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CountNonzero<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4759,7 +4790,7 @@ impl<'a> CountNonzero<'a> {
 }
 
 /// The builder of [`embedding`](crate::front::embedding); overloads:
-/// - `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1819)
+/// - `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1824)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Embedding<'a> {
     pub(crate) weight: &'a Tensor,
@@ -4806,7 +4837,7 @@ impl<'a> Embedding<'a> {
 }
 
 /// The builder of [`one_hot`](crate::front::one_hot); overloads:
-/// - `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1827)
+/// - `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1832)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct OneHot<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4830,8 +4861,8 @@ impl<'a> OneHot<'a> {
 }
 
 /// The builder of [`sort`](crate::front::sort); overloads:
-/// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
-/// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
+/// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
+/// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sort<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4874,7 +4905,7 @@ impl<'a> Sort<'a> {
 }
 
 /// The builder of [`argsort`](crate::front::argsort); overloads:
-/// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1841)
+/// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1846)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Argsort<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4906,7 +4937,7 @@ impl<'a> Argsort<'a> {
 }
 
 /// The builder of [`argsort_stable`](crate::front::argsort_stable); overloads:
-/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1846)
+/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1851)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ArgsortStable<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4939,7 +4970,7 @@ impl<'a> ArgsortStable<'a> {
 }
 
 /// The builder of [`topk`](crate::front::topk); overloads:
-/// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1851)
+/// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1856)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Topk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4980,7 +5011,7 @@ impl<'a> Topk<'a> {
 }
 
 /// The builder of [`kthvalue`](crate::front::kthvalue); overloads:
-/// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1856)
+/// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1861)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Kthvalue<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5013,7 +5044,7 @@ impl<'a> Kthvalue<'a> {
 }
 
 /// The builder of [`median_dim`](crate::front::median_dim); overloads:
-/// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1867)
+/// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1872)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MedianDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5038,7 +5069,7 @@ impl<'a> MedianDim<'a> {
 }
 
 /// The builder of [`_unique2`](crate::front::_unique2); overloads:
-/// - `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1882)
+/// - `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1887)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUnique2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5083,7 +5114,7 @@ impl<'a> PrivateUnique2<'a> {
 }
 
 /// The builder of [`norm`](crate::front::norm); overloads:
-/// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1886)
+/// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1891)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Norm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5107,7 +5138,7 @@ impl<'a> Norm<'a> {
 }
 
 /// The builder of [`norm_scalaropt_dim`](crate::front::norm_scalaropt_dim); overloads:
-/// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1892)
+/// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1897)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NormScalaroptDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5134,7 +5165,7 @@ impl<'a> NormScalaroptDim<'a> {
 }
 
 /// The builder of [`addmm`](crate::front::addmm); overloads:
-/// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1933)
+/// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1938)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5168,7 +5199,7 @@ impl<'a> Addmm<'a> {
 }
 
 /// The builder of [`baddbmm`](crate::front::baddbmm); overloads:
-/// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1940)
+/// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1945)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Baddbmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5208,7 +5239,7 @@ impl<'a> Baddbmm<'a> {
 }
 
 /// The builder of [`addbmm`](crate::front::addbmm); overloads:
-/// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1945)
+/// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1950)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addbmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5248,7 +5279,7 @@ impl<'a> Addbmm<'a> {
 }
 
 /// The builder of [`linear`](crate::front::linear); overloads:
-/// - `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1976)
+/// - `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1981)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linear<'a> {
     pub(crate) input: &'a Tensor,
@@ -5273,7 +5304,7 @@ impl<'a> Linear<'a> {
 }
 
 /// The builder of [`einsum`](crate::front::einsum); overloads:
-/// - `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1984)
+/// - `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1989)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Einsum<'a> {
     pub(crate) equation: &'a str,
@@ -5299,7 +5330,7 @@ impl<'a> Einsum<'a> {
 }
 
 /// The builder of [`conv1d`](crate::front::conv1d); overloads:
-/// - `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1996)
+/// - `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2001)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv1d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5367,7 +5398,7 @@ impl<'a> Conv1d<'a> {
 }
 
 /// The builder of [`conv2d`](crate::front::conv2d); overloads:
-/// - `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2000)
+/// - `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2005)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv2d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5435,7 +5466,7 @@ impl<'a> Conv2d<'a> {
 }
 
 /// The builder of [`conv3d`](crate::front::conv3d); overloads:
-/// - `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2004)
+/// - `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2009)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv3d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5503,7 +5534,7 @@ impl<'a> Conv3d<'a> {
 }
 
 /// The builder of [`conv1d_padding`](crate::front::conv1d_padding); overloads:
-/// - `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2008)
+/// - `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2013)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv1dPadding<'a> {
     pub(crate) input: &'a Tensor,
@@ -5570,7 +5601,7 @@ impl<'a> Conv1dPadding<'a> {
 }
 
 /// The builder of [`conv2d_padding`](crate::front::conv2d_padding); overloads:
-/// - `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2012)
+/// - `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2017)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv2dPadding<'a> {
     pub(crate) input: &'a Tensor,
@@ -5637,7 +5668,7 @@ impl<'a> Conv2dPadding<'a> {
 }
 
 /// The builder of [`conv3d_padding`](crate::front::conv3d_padding); overloads:
-/// - `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2016)
+/// - `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2021)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv3dPadding<'a> {
     pub(crate) input: &'a Tensor,
@@ -5704,7 +5735,7 @@ impl<'a> Conv3dPadding<'a> {
 }
 
 /// The builder of [`conv_transpose1d`](crate::front::conv_transpose1d); overloads:
-/// - `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2020)
+/// - `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2025)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConvTranspose1d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5782,7 +5813,7 @@ impl<'a> ConvTranspose1d<'a> {
 }
 
 /// The builder of [`conv_transpose2d`](crate::front::conv_transpose2d); overloads:
-/// - `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2024)
+/// - `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2029)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConvTranspose2d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5860,7 +5891,7 @@ impl<'a> ConvTranspose2d<'a> {
 }
 
 /// The builder of [`conv_transpose3d`](crate::front::conv_transpose3d); overloads:
-/// - `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2028)
+/// - `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2033)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConvTranspose3d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5938,7 +5969,7 @@ impl<'a> ConvTranspose3d<'a> {
 }
 
 /// The builder of [`max_pool1d`](crate::front::max_pool1d); overloads:
-/// - `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2032)
+/// - `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2037)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5998,7 +6029,7 @@ impl<'a> MaxPool1d<'a> {
 }
 
 /// The builder of [`max_pool2d`](crate::front::max_pool2d); overloads:
-/// - `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2036)
+/// - `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2041)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6058,7 +6089,7 @@ impl<'a> MaxPool2d<'a> {
 }
 
 /// The builder of [`max_pool3d`](crate::front::max_pool3d); overloads:
-/// - `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2040)
+/// - `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2045)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6118,7 +6149,7 @@ impl<'a> MaxPool3d<'a> {
 }
 
 /// The builder of [`max_pool1d_with_indices`](crate::front::max_pool1d_with_indices); overloads:
-/// - `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2044)
+/// - `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2049)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool1dWithIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6178,7 +6209,7 @@ impl<'a> MaxPool1dWithIndices<'a> {
 }
 
 /// The builder of [`max_pool2d_with_indices`](crate::front::max_pool2d_with_indices); overloads:
-/// - `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2048)
+/// - `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2053)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool2dWithIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6238,7 +6269,7 @@ impl<'a> MaxPool2dWithIndices<'a> {
 }
 
 /// The builder of [`max_pool3d_with_indices`](crate::front::max_pool3d_with_indices); overloads:
-/// - `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2056)
+/// - `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2061)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool3dWithIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6298,7 +6329,7 @@ impl<'a> MaxPool3dWithIndices<'a> {
 }
 
 /// The builder of [`avg_pool1d`](crate::front::avg_pool1d); overloads:
-/// - `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2060)
+/// - `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2065)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AvgPool1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6357,7 +6388,7 @@ impl<'a> AvgPool1d<'a> {
 }
 
 /// The builder of [`avg_pool2d`](crate::front::avg_pool2d); overloads:
-/// - `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2064)
+/// - `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2069)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AvgPool2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6426,7 +6457,7 @@ impl<'a> AvgPool2d<'a> {
 }
 
 /// The builder of [`avg_pool3d`](crate::front::avg_pool3d); overloads:
-/// - `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2068)
+/// - `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2073)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AvgPool3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6495,7 +6526,7 @@ impl<'a> AvgPool3d<'a> {
 }
 
 /// The builder of [`scaled_dot_product_attention`](crate::front::scaled_dot_product_attention); overloads:
-/// - `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2120)
+/// - `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2125)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScaledDotProductAttention<'a> {
     pub(crate) query: &'a Tensor,
@@ -6563,7 +6594,7 @@ impl<'a> ScaledDotProductAttention<'a> {
 }
 
 /// The builder of [`_native_multi_head_attention`](crate::front::_native_multi_head_attention); overloads:
-/// - `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2124)
+/// - `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2129)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateNativeMultiHeadAttention<'a> {
     pub(crate) query: &'a Tensor,
@@ -6648,7 +6679,7 @@ impl<'a> PrivateNativeMultiHeadAttention<'a> {
 }
 
 /// The builder of [`layer_norm`](crate::front::layer_norm); overloads:
-/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2135)
+/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2140)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LayerNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -6705,7 +6736,7 @@ impl<'a> LayerNorm<'a> {
 }
 
 /// The builder of [`group_norm`](crate::front::group_norm); overloads:
-/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2155)
+/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2160)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GroupNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -6761,7 +6792,7 @@ impl<'a> GroupNorm<'a> {
 }
 
 /// The builder of [`mse_loss`](crate::front::mse_loss); overloads:
-/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2160)
+/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2165)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MseLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6786,7 +6817,7 @@ impl<'a> MseLoss<'a> {
 }
 
 /// The builder of [`l1_loss`](crate::front::l1_loss); overloads:
-/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2164)
+/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2169)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct L1Loss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6811,7 +6842,7 @@ impl<'a> L1Loss<'a> {
 }
 
 /// The builder of [`smooth_l1_loss`](crate::front::smooth_l1_loss); overloads:
-/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2168)
+/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2173)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SmoothL1Loss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6844,7 +6875,7 @@ impl<'a> SmoothL1Loss<'a> {
 }
 
 /// The builder of [`huber_loss`](crate::front::huber_loss); overloads:
-/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2172)
+/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2177)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HuberLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6877,7 +6908,7 @@ impl<'a> HuberLoss<'a> {
 }
 
 /// The builder of [`binary_cross_entropy`](crate::front::binary_cross_entropy); overloads:
-/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2176)
+/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2181)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BinaryCrossEntropy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6910,7 +6941,7 @@ impl<'a> BinaryCrossEntropy<'a> {
 }
 
 /// The builder of [`binary_cross_entropy_with_logits`](crate::front::binary_cross_entropy_with_logits); overloads:
-/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2180)
+/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2185)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BinaryCrossEntropyWithLogits<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6957,7 +6988,7 @@ impl<'a> BinaryCrossEntropyWithLogits<'a> {
 }
 
 /// The builder of [`kl_div`](crate::front::kl_div); overloads:
-/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2184)
+/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2189)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct KlDiv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6990,7 +7021,7 @@ impl<'a> KlDiv<'a> {
 }
 
 /// The builder of [`margin_ranking_loss`](crate::front::margin_ranking_loss); overloads:
-/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2188)
+/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2193)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MarginRankingLoss<'a> {
     pub(crate) input1: &'a Tensor,
@@ -7024,7 +7055,7 @@ impl<'a> MarginRankingLoss<'a> {
 }
 
 /// The builder of [`cosine_embedding_loss`](crate::front::cosine_embedding_loss); overloads:
-/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2192)
+/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2197)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CosineEmbeddingLoss<'a> {
     pub(crate) input1: &'a Tensor,
@@ -7064,7 +7095,7 @@ impl<'a> CosineEmbeddingLoss<'a> {
 }
 
 /// The builder of [`triplet_margin_loss`](crate::front::triplet_margin_loss); overloads:
-/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2196)
+/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2201)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TripletMarginLoss<'a> {
     pub(crate) anchor: &'a Tensor,
@@ -7131,7 +7162,7 @@ impl<'a> TripletMarginLoss<'a> {
 }
 
 /// The builder of [`nll_loss`](crate::front::nll_loss); overloads:
-/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2200)
+/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2205)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7172,7 +7203,7 @@ impl<'a> NllLoss<'a> {
 }
 
 /// The builder of [`nll_loss2d`](crate::front::nll_loss2d); overloads:
-/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2204)
+/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2209)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7213,7 +7244,7 @@ impl<'a> NllLoss2d<'a> {
 }
 
 /// The builder of [`nll_loss_nd`](crate::front::nll_loss_nd); overloads:
-/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2208)
+/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2213)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLossNd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7254,7 +7285,7 @@ impl<'a> NllLossNd<'a> {
 }
 
 /// The builder of [`cross_entropy_loss`](crate::front::cross_entropy_loss); overloads:
-/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2212)
+/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2217)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CrossEntropyLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7310,7 +7341,7 @@ impl<'a> CrossEntropyLoss<'a> {
 }
 
 /// The builder of [`nan_to_num`](crate::front::nan_to_num); overloads:
-/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2328)
+/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2333)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7350,7 +7381,7 @@ impl<'a> NanToNum<'a> {
 }
 
 /// The builder of [`nan_to_num_`](crate::front::nan_to_num_); overloads:
-/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2333)
+/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2338)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNumInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7390,7 +7421,7 @@ impl<'a> NanToNumInplace<'a> {
 }
 
 /// The builder of [`clamp_`](crate::front::clamp_); overloads:
-/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2370)
+/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2375)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7422,7 +7453,7 @@ impl<'a> ClampInplace<'a> {
 }
 
 /// The builder of [`clamp_tensor`](crate::front::clamp_tensor); overloads:
-/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2379)
+/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2384)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7454,7 +7485,7 @@ impl<'a> ClampTensor<'a> {
 }
 
 /// The builder of [`clamp_tensor_`](crate::front::clamp_tensor_); overloads:
-/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2384)
+/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2389)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7486,8 +7517,8 @@ impl<'a> ClampTensorInplace<'a> {
 }
 
 /// The builder of [`clamp_min`](crate::front::clamp_min); overloads:
-/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2393)
-/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2398)
+/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2398)
+/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2403)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMin<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7513,8 +7544,8 @@ impl<'a> ClampMin<'a> {
 }
 
 /// The builder of [`clamp_min_`](crate::front::clamp_min_); overloads:
-/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2403)
-/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2408)
+/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2408)
+/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2413)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMinInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7543,8 +7574,8 @@ impl<'a> ClampMinInplace<'a> {
 }
 
 /// The builder of [`clamp_max`](crate::front::clamp_max); overloads:
-/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2421)
-/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2426)
+/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2426)
+/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2431)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7570,8 +7601,8 @@ impl<'a> ClampMax<'a> {
 }
 
 /// The builder of [`clamp_max_`](crate::front::clamp_max_); overloads:
-/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2431)
-/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2436)
+/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2436)
+/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2441)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMaxInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7600,7 +7631,7 @@ impl<'a> ClampMaxInplace<'a> {
 }
 
 /// The builder of [`celu`](crate::front::celu); overloads:
-/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2457)
+/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2462)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Celu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7624,7 +7655,7 @@ impl<'a> Celu<'a> {
 }
 
 /// The builder of [`celu_`](crate::front::celu_); overloads:
-/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2461)
+/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2466)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CeluInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7648,7 +7679,7 @@ impl<'a> CeluInplace<'a> {
 }
 
 /// The builder of [`glu`](crate::front::glu); overloads:
-/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2477)
+/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2482)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Glu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7672,8 +7703,8 @@ impl<'a> Glu<'a> {
 }
 
 /// The builder of [`copysign`](crate::front::copysign); overloads:
-/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2528)
-/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2542)
+/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2533)
+/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2547)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Copysign<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7702,8 +7733,8 @@ impl<'a> Copysign<'a> {
 }
 
 /// The builder of [`copysign_`](crate::front::copysign_); overloads:
-/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2533)
-/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2547)
+/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2538)
+/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2552)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CopysignInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7732,8 +7763,8 @@ impl<'a> CopysignInplace<'a> {
 }
 
 /// The builder of [`floor_divide`](crate::front::floor_divide); overloads:
-/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
-/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2566)
+/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2557)
+/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2571)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivide<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7762,8 +7793,8 @@ impl<'a> FloorDivide<'a> {
 }
 
 /// The builder of [`floor_divide_`](crate::front::floor_divide_); overloads:
-/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
-/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
+/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
+/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2576)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivideInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7792,9 +7823,9 @@ impl<'a> FloorDivideInplace<'a> {
 }
 
 /// The builder of [`bitwise_and`](crate::front::bitwise_and); overloads:
-/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2576)
-/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2581)
-/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2586)
+/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2581)
+/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2586)
+/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2591)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAnd<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -7836,8 +7867,8 @@ impl<'a> BitwiseAnd<'a> {
 }
 
 /// The builder of [`bitwise_and_`](crate::front::bitwise_and_); overloads:
-/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2590)
-/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
+/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
+/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2600)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAndInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7866,9 +7897,9 @@ impl<'a> BitwiseAndInplace<'a> {
 }
 
 /// The builder of [`bitwise_or`](crate::front::bitwise_or); overloads:
-/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2604)
-/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2609)
-/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
+/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2609)
+/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2614)
+/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2619)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOr<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -7910,8 +7941,8 @@ impl<'a> BitwiseOr<'a> {
 }
 
 /// The builder of [`bitwise_or_`](crate::front::bitwise_or_); overloads:
-/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2618)
-/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
+/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
+/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOrInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7940,9 +7971,9 @@ impl<'a> BitwiseOrInplace<'a> {
 }
 
 /// The builder of [`bitwise_xor`](crate::front::bitwise_xor); overloads:
-/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2632)
-/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2637)
-/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2642)
+/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2637)
+/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2642)
+/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2647)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXor<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -7984,8 +8015,8 @@ impl<'a> BitwiseXor<'a> {
 }
 
 /// The builder of [`bitwise_xor_`](crate::front::bitwise_xor_); overloads:
-/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2646)
-/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2651)
+/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2651)
+/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2656)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8014,9 +8045,9 @@ impl<'a> BitwiseXorInplace<'a> {
 }
 
 /// The builder of [`bitwise_left_shift`](crate::front::bitwise_left_shift); overloads:
-/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2660)
-/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2665)
-/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2670)
+/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2665)
+/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2670)
+/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2675)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8058,8 +8089,8 @@ impl<'a> BitwiseLeftShift<'a> {
 }
 
 /// The builder of [`bitwise_left_shift_`](crate::front::bitwise_left_shift_); overloads:
-/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2674)
-/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2679)
+/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2679)
+/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2684)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8094,9 +8125,9 @@ impl<'a> BitwiseLeftShiftInplace<'a> {
 }
 
 /// The builder of [`bitwise_right_shift`](crate::front::bitwise_right_shift); overloads:
-/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2692)
-/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2697)
-/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2702)
+/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2697)
+/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2702)
+/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2707)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8138,8 +8169,8 @@ impl<'a> BitwiseRightShift<'a> {
 }
 
 /// The builder of [`bitwise_right_shift_`](crate::front::bitwise_right_shift_); overloads:
-/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2706)
-/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2711)
+/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2711)
+/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2716)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8174,9 +8205,9 @@ impl<'a> BitwiseRightShiftInplace<'a> {
 }
 
 /// The builder of [`var_mean`](crate::front::var_mean); overloads:
-/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2734)
-/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2738)
-/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2742)
+/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2739)
+/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2743)
+/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2747)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct VarMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8245,9 +8276,9 @@ impl<'a> VarMean<'a> {
 }
 
 /// The builder of [`std_mean`](crate::front::std_mean); overloads:
-/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2746)
-/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2750)
-/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2754)
+/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2751)
+/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2755)
+/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2759)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct StdMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8316,8 +8347,8 @@ impl<'a> StdMean<'a> {
 }
 
 /// The builder of [`stft`](crate::front::stft); overloads:
-/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2876)
-/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2881)
+/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2881)
+/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2886)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Stft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8444,7 +8475,7 @@ impl<'a> Stft<'a> {
 }
 
 /// The builder of [`istft`](crate::front::istft); overloads:
-/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2886)
+/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2891)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Istft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8548,7 +8579,7 @@ impl<'a> Istft<'a> {
 }
 
 /// The builder of [`fft_fft`](crate::front::fft_fft); overloads:
-/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2903)
+/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2908)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8588,7 +8619,7 @@ impl<'a> FftFft<'a> {
 }
 
 /// The builder of [`fft_ifft`](crate::front::fft_ifft); overloads:
-/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2907)
+/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2912)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8628,7 +8659,7 @@ impl<'a> FftIfft<'a> {
 }
 
 /// The builder of [`fft_rfft`](crate::front::fft_rfft); overloads:
-/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2911)
+/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2916)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8668,7 +8699,7 @@ impl<'a> FftRfft<'a> {
 }
 
 /// The builder of [`fft_ihfft`](crate::front::fft_ihfft); overloads:
-/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2915)
+/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2920)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8708,7 +8739,7 @@ impl<'a> FftIhfft<'a> {
 }
 
 /// The builder of [`fft_fft2`](crate::front::fft_fft2); overloads:
-/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2919)
+/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2924)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8750,7 +8781,7 @@ impl<'a> FftFft2<'a> {
 }
 
 /// The builder of [`fft_ifft2`](crate::front::fft_ifft2); overloads:
-/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2923)
+/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2928)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8792,7 +8823,7 @@ impl<'a> FftIfft2<'a> {
 }
 
 /// The builder of [`fft_rfft2`](crate::front::fft_rfft2); overloads:
-/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2927)
+/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2932)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8834,7 +8865,7 @@ impl<'a> FftRfft2<'a> {
 }
 
 /// The builder of [`fft_ihfft2`](crate::front::fft_ihfft2); overloads:
-/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2931)
+/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2936)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8876,7 +8907,7 @@ impl<'a> FftIhfft2<'a> {
 }
 
 /// The builder of [`fft_fftn`](crate::front::fft_fftn); overloads:
-/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2935)
+/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2940)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8918,7 +8949,7 @@ impl<'a> FftFftn<'a> {
 }
 
 /// The builder of [`fft_ifftn`](crate::front::fft_ifftn); overloads:
-/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2939)
+/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2944)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8960,7 +8991,7 @@ impl<'a> FftIfftn<'a> {
 }
 
 /// The builder of [`fft_rfftn`](crate::front::fft_rfftn); overloads:
-/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2943)
+/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2948)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9002,7 +9033,7 @@ impl<'a> FftRfftn<'a> {
 }
 
 /// The builder of [`fft_ihfftn`](crate::front::fft_ihfftn); overloads:
-/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2947)
+/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2952)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9044,7 +9075,7 @@ impl<'a> FftIhfftn<'a> {
 }
 
 /// The builder of [`unbind_copy`](crate::front::unbind_copy); overloads:
-/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2971)
+/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2976)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnbindCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9068,7 +9099,7 @@ impl<'a> UnbindCopy<'a> {
 }
 
 /// The builder of [`expand_copy`](crate::front::expand_copy); overloads:
-/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2983)
+/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2988)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ExpandCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9094,7 +9125,7 @@ impl<'a> ExpandCopy<'a> {
 }
 
 /// The builder of [`diagonal_copy`](crate::front::diagonal_copy); overloads:
-/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2987)
+/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2992)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9134,7 +9165,7 @@ impl<'a> DiagonalCopy<'a> {
 }
 
 /// The builder of [`as_strided_copy`](crate::front::as_strided_copy); overloads:
-/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2991)
+/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2996)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9162,7 +9193,7 @@ impl<'a> AsStridedCopy<'a> {
 }
 
 /// The builder of [`split_with_sizes_copy`](crate::front::split_with_sizes_copy); overloads:
-/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2995)
+/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3000)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SplitWithSizesCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9188,7 +9219,7 @@ impl<'a> SplitWithSizesCopy<'a> {
 }
 
 /// The builder of [`new_zeros`](crate::front::new_zeros); overloads:
-/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3019)
+/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3024)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewZeros<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9238,7 +9269,7 @@ impl<'a> NewZeros<'a> {
 }
 
 /// The builder of [`new_ones`](crate::front::new_ones); overloads:
-/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3023)
+/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3028)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewOnes<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9288,7 +9319,7 @@ impl<'a> NewOnes<'a> {
 }
 
 /// The builder of [`new_empty`](crate::front::new_empty); overloads:
-/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3027)
+/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3032)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmpty<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9338,7 +9369,7 @@ impl<'a> NewEmpty<'a> {
 }
 
 /// The builder of [`new_full`](crate::front::new_full); overloads:
-/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3031)
+/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3036)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewFull<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9389,7 +9420,7 @@ impl<'a> NewFull<'a> {
 }
 
 /// The builder of [`new_empty_strided`](crate::front::new_empty_strided); overloads:
-/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3035)
+/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3040)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmptyStrided<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9441,7 +9472,7 @@ impl<'a> NewEmptyStrided<'a> {
 }
 
 /// The builder of [`empty_permuted`](crate::front::empty_permuted); overloads:
-/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3039)
+/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3044)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct EmptyPermuted<'a> {
     pub(crate) size: IntList<'a>,
@@ -9492,7 +9523,7 @@ impl<'a> EmptyPermuted<'a> {
 }
 
 /// The builder of [`scalar_tensor`](crate::front::scalar_tensor); overloads:
-/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3043)
+/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3048)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScalarTensor<'a> {
     pub(crate) s: Scalar,
@@ -9541,9 +9572,9 @@ impl<'a> ScalarTensor<'a> {
 }
 
 /// The builder of [`xlogy`](crate::front::xlogy); overloads:
-/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3079)
-/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3083)
-/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3087)
+/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3084)
+/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3088)
+/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3092)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Xlogy<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -9582,9 +9613,9 @@ impl<'a> Xlogy<'a> {
 }
 
 /// The builder of [`float_power`](crate::front::float_power); overloads:
-/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3103)
-/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3107)
-/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3111)
+/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3108)
+/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3112)
+/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3116)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloatPower<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -9626,7 +9657,7 @@ impl<'a> FloatPower<'a> {
 }
 
 /// The builder of [`isclose`](crate::front::isclose); overloads:
-/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3119)
+/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3124)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9673,7 +9704,7 @@ impl<'a> Isclose<'a> {
 }
 
 /// The builder of [`hardshrink`](crate::front::hardshrink); overloads:
-/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3123)
+/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3128)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Hardshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9697,7 +9728,7 @@ impl<'a> Hardshrink<'a> {
 }
 
 /// The builder of [`softshrink`](crate::front::softshrink); overloads:
-/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3127)
+/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3132)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Softshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9721,7 +9752,7 @@ impl<'a> Softshrink<'a> {
 }
 
 /// The builder of [`prod`](crate::front::prod); overloads:
-/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3131)
+/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3136)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Prod<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9745,7 +9776,7 @@ impl<'a> Prod<'a> {
 }
 
 /// The builder of [`nansum`](crate::front::nansum); overloads:
-/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3151)
+/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3156)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nansum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9786,7 +9817,7 @@ impl<'a> Nansum<'a> {
 }
 
 /// The builder of [`nanmean`](crate::front::nanmean); overloads:
-/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3155)
+/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3160)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanmean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9827,7 +9858,7 @@ impl<'a> Nanmean<'a> {
 }
 
 /// The builder of [`aminmax`](crate::front::aminmax); overloads:
-/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3159)
+/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3164)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Aminmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9859,7 +9890,7 @@ impl<'a> Aminmax<'a> {
 }
 
 /// The builder of [`addmv`](crate::front::addmv); overloads:
-/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3179)
+/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3184)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addmv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9893,7 +9924,7 @@ impl<'a> Addmv<'a> {
 }
 
 /// The builder of [`addr`](crate::front::addr); overloads:
-/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3183)
+/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3188)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9927,7 +9958,7 @@ impl<'a> Addr<'a> {
 }
 
 /// The builder of [`linalg_cross`](crate::front::linalg_cross); overloads:
-/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3187)
+/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3192)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9952,7 +9983,7 @@ impl<'a> LinalgCross<'a> {
 }
 
 /// The builder of [`cross`](crate::front::cross); overloads:
-/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3191)
+/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3196)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9977,7 +10008,7 @@ impl<'a> Cross<'a> {
 }
 
 /// The builder of [`dist`](crate::front::dist); overloads:
-/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3199)
+/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3204)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Dist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10002,7 +10033,7 @@ impl<'a> Dist<'a> {
 }
 
 /// The builder of [`pairwise_distance`](crate::front::pairwise_distance); overloads:
-/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3203)
+/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3208)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PairwiseDistance<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10043,7 +10074,7 @@ impl<'a> PairwiseDistance<'a> {
 }
 
 /// The builder of [`cosine_similarity`](crate::front::cosine_similarity); overloads:
-/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3207)
+/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3212)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CosineSimilarity<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10076,7 +10107,7 @@ impl<'a> CosineSimilarity<'a> {
 }
 
 /// The builder of [`cdist`](crate::front::cdist); overloads:
-/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3211)
+/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3216)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cdist<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10109,7 +10140,7 @@ impl<'a> Cdist<'a> {
 }
 
 /// The builder of [`pdist`](crate::front::pdist); overloads:
-/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3215)
+/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3220)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pdist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10133,7 +10164,7 @@ impl<'a> Pdist<'a> {
 }
 
 /// The builder of [`soft_margin_loss`](crate::front::soft_margin_loss); overloads:
-/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3219)
+/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3224)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SoftMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10158,7 +10189,7 @@ impl<'a> SoftMarginLoss<'a> {
 }
 
 /// The builder of [`hinge_embedding_loss`](crate::front::hinge_embedding_loss); overloads:
-/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3223)
+/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3228)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HingeEmbeddingLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10191,7 +10222,7 @@ impl<'a> HingeEmbeddingLoss<'a> {
 }
 
 /// The builder of [`rms_norm`](crate::front::rms_norm); overloads:
-/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3231)
+/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3236)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RmsNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -10225,7 +10256,7 @@ impl<'a> RmsNorm<'a> {
 }
 
 /// The builder of [`linalg_vector_norm`](crate::front::linalg_vector_norm); overloads:
-/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3239)
+/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3244)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVectorNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10280,7 +10311,7 @@ impl<'a> LinalgVectorNorm<'a> {
 }
 
 /// The builder of [`linalg_diagonal`](crate::front::linalg_diagonal); overloads:
-/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3243)
+/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3248)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgDiagonal<'a> {
     pub(crate) a_: &'a Tensor,
@@ -10320,7 +10351,7 @@ impl<'a> LinalgDiagonal<'a> {
 }
 
 /// The builder of [`diagflat`](crate::front::diagflat); overloads:
-/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3247)
+/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3252)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diagflat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10344,7 +10375,7 @@ impl<'a> Diagflat<'a> {
 }
 
 /// The builder of [`combinations`](crate::front::combinations); overloads:
-/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3259)
+/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3264)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Combinations<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10376,7 +10407,7 @@ impl<'a> Combinations<'a> {
 }
 
 /// The builder of [`diff`](crate::front::diff); overloads:
-/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3263)
+/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3268)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diff<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10424,7 +10455,7 @@ impl<'a> Diff<'a> {
 }
 
 /// The builder of [`trapezoid`](crate::front::trapezoid); overloads:
-/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3267)
+/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3272)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10449,7 +10480,7 @@ impl<'a> Trapezoid<'a> {
 }
 
 /// The builder of [`trapezoid_dx`](crate::front::trapezoid_dx); overloads:
-/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3271)
+/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3276)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10481,7 +10512,7 @@ impl<'a> TrapezoidDx<'a> {
 }
 
 /// The builder of [`trapz`](crate::front::trapz); overloads:
-/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3275)
+/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3280)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapz<'a> {
     pub(crate) y: &'a Tensor,
@@ -10506,7 +10537,7 @@ impl<'a> Trapz<'a> {
 }
 
 /// The builder of [`trapz_dx`](crate::front::trapz_dx); overloads:
-/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3279)
+/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3284)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapzDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10538,7 +10569,7 @@ impl<'a> TrapzDx<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid`](crate::front::cumulative_trapezoid); overloads:
-/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3283)
+/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3288)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10563,7 +10594,7 @@ impl<'a> CumulativeTrapezoid<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid_dx`](crate::front::cumulative_trapezoid_dx); overloads:
-/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3287)
+/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3292)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10595,7 +10626,7 @@ impl<'a> CumulativeTrapezoidDx<'a> {
 }
 
 /// The builder of [`tensor_split`](crate::front::tensor_split); overloads:
-/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3291)
+/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3296)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10620,7 +10651,7 @@ impl<'a> TensorSplit<'a> {
 }
 
 /// The builder of [`tensor_split_indices`](crate::front::tensor_split_indices); overloads:
-/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3295)
+/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3300)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10646,7 +10677,7 @@ impl<'a> TensorSplitIndices<'a> {
 }
 
 /// The builder of [`tensor_split_tensor_indices_or_sections`](crate::front::tensor_split_tensor_indices_or_sections); overloads:
-/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3299)
+/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3304)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitTensorIndicesOrSections<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10675,7 +10706,7 @@ impl<'a> TensorSplitTensorIndicesOrSections<'a> {
 }
 
 /// The builder of [`unsafe_split`](crate::front::unsafe_split); overloads:
-/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3327)
+/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3332)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10700,7 +10731,7 @@ impl<'a> UnsafeSplit<'a> {
 }
 
 /// The builder of [`unsafe_chunk`](crate::front::unsafe_chunk); overloads:
-/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3331)
+/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3336)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeChunk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10725,7 +10756,7 @@ impl<'a> UnsafeChunk<'a> {
 }
 
 /// The builder of [`take_along_dim`](crate::front::take_along_dim); overloads:
-/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3335)
+/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3340)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TakeAlongDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10750,10 +10781,10 @@ impl<'a> TakeAlongDim<'a> {
 }
 
 /// The builder of [`logspace`](crate::front::logspace); overloads:
-/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3351)
-/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4010)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4150)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4154)
+/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3361)
+/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4020)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4160)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4164)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Logspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -10859,7 +10890,7 @@ impl<'a> Logspace<'a> {
 }
 
 /// The builder of [`upsample_linear1d`](crate::front::upsample_linear1d); overloads:
-/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3519)
+/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3529)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleLinear1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10886,7 +10917,7 @@ impl<'a> UpsampleLinear1d<'a> {
 }
 
 /// The builder of [`isin`](crate::front::isin); overloads:
-/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3531)
+/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3541)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isin<'a> {
     pub(crate) elements: &'a Tensor,
@@ -10924,7 +10955,7 @@ impl<'a> Isin<'a> {
 }
 
 /// The builder of [`bucketize`](crate::front::bucketize); overloads:
-/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3535)
+/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3545)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bucketize<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10957,7 +10988,7 @@ impl<'a> Bucketize<'a> {
 }
 
 /// The builder of [`searchsorted`](crate::front::searchsorted); overloads:
-/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3539)
+/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3549)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Searchsorted<'a> {
     pub(crate) sorted_sequence: &'a Tensor,
@@ -11013,7 +11044,7 @@ impl<'a> Searchsorted<'a> {
 }
 
 /// The builder of [`diagonal_scatter`](crate::front::diagonal_scatter); overloads:
-/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3559)
+/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3569)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11054,7 +11085,7 @@ impl<'a> DiagonalScatter<'a> {
 }
 
 /// The builder of [`put`](crate::front::put); overloads:
-/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3563)
+/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3573)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Put<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11080,7 +11111,7 @@ impl<'a> Put<'a> {
 }
 
 /// The builder of [`nonzero_static`](crate::front::nonzero_static); overloads:
-/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3567)
+/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3577)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NonzeroStatic<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11105,7 +11136,7 @@ impl<'a> NonzeroStatic<'a> {
 }
 
 /// The builder of [`_safe_softmax`](crate::front::_safe_softmax); overloads:
-/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3571)
+/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3581)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSafeSoftmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11130,7 +11161,7 @@ impl<'a> PrivateSafeSoftmax<'a> {
 }
 
 /// The builder of [`bilinear`](crate::front::bilinear); overloads:
-/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3583)
+/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3593)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bilinear<'a> {
     pub(crate) input1: &'a Tensor,
@@ -11156,7 +11187,7 @@ impl<'a> Bilinear<'a> {
 }
 
 /// The builder of [`cov`](crate::front::cov); overloads:
-/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3587)
+/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3597)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cov<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11196,7 +11227,7 @@ impl<'a> Cov<'a> {
 }
 
 /// The builder of [`bincount`](crate::front::bincount); overloads:
-/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3599)
+/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3609)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bincount<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11228,7 +11259,7 @@ impl<'a> Bincount<'a> {
 }
 
 /// The builder of [`histc`](crate::front::histc); overloads:
-/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3603)
+/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3613)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histc<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11273,7 +11304,7 @@ impl<'a> Histc<'a> {
 }
 
 /// The builder of [`triu_indices`](crate::front::triu_indices); overloads:
-/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3607)
+/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3617)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriuIndices<'a> {
     pub(crate) row: i64,
@@ -11339,7 +11370,7 @@ impl<'a> TriuIndices<'a> {
 }
 
 /// The builder of [`tril_indices`](crate::front::tril_indices); overloads:
-/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3611)
+/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3621)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrilIndices<'a> {
     pub(crate) row: i64,
@@ -11405,7 +11436,7 @@ impl<'a> TrilIndices<'a> {
 }
 
 /// The builder of [`fft_fftshift`](crate::front::fft_fftshift); overloads:
-/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3633)
+/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3643)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11430,7 +11461,7 @@ impl<'a> FftFftshift<'a> {
 }
 
 /// The builder of [`fft_ifftshift`](crate::front::fft_ifftshift); overloads:
-/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3637)
+/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3647)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11455,7 +11486,7 @@ impl<'a> FftIfftshift<'a> {
 }
 
 /// The builder of [`linalg_vecdot`](crate::front::linalg_vecdot); overloads:
-/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3641)
+/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3651)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVecdot<'a> {
     pub(crate) x: &'a Tensor,
@@ -11480,7 +11511,7 @@ impl<'a> LinalgVecdot<'a> {
 }
 
 /// The builder of [`linalg_vander`](crate::front::linalg_vander); overloads:
-/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3645)
+/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3655)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVander<'a> {
     pub(crate) x: &'a Tensor,
@@ -11504,7 +11535,7 @@ impl<'a> LinalgVander<'a> {
 }
 
 /// The builder of [`quantile`](crate::front::quantile); overloads:
-/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3657)
+/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3667)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Quantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11545,7 +11576,7 @@ impl<'a> Quantile<'a> {
 }
 
 /// The builder of [`quantile_scalar`](crate::front::quantile_scalar); overloads:
-/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3661)
+/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3671)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct QuantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11592,7 +11623,7 @@ impl<'a> QuantileScalar<'a> {
 }
 
 /// The builder of [`nanquantile`](crate::front::nanquantile); overloads:
-/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3665)
+/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3675)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanquantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11633,7 +11664,7 @@ impl<'a> Nanquantile<'a> {
 }
 
 /// The builder of [`nanquantile_scalar`](crate::front::nanquantile_scalar); overloads:
-/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3669)
+/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3679)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanquantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11680,7 +11711,7 @@ impl<'a> NanquantileScalar<'a> {
 }
 
 /// The builder of [`nanmedian_dim`](crate::front::nanmedian_dim); overloads:
-/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3677)
+/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3687)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanmedianDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11705,7 +11736,7 @@ impl<'a> NanmedianDim<'a> {
 }
 
 /// The builder of [`mode`](crate::front::mode); overloads:
-/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3681)
+/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3691)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Mode<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11737,7 +11768,7 @@ impl<'a> Mode<'a> {
 }
 
 /// The builder of [`scatter_reduce_two`](crate::front::scatter_reduce_two); overloads:
-/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3685)
+/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3695)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScatterReduceTwo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11765,7 +11796,7 @@ impl<'a> ScatterReduceTwo<'a> {
 }
 
 /// The builder of [`index_reduce`](crate::front::index_reduce); overloads:
-/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3689)
+/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3699)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexReduce<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11793,7 +11824,7 @@ impl<'a> IndexReduce<'a> {
 }
 
 /// The builder of [`upsample_nearest1d`](crate::front::upsample_nearest1d); overloads:
-/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3703)
+/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3713)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleNearest1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11819,7 +11850,7 @@ impl<'a> UpsampleNearest1d<'a> {
 }
 
 /// The builder of [`linalg_lu_factor_ex`](crate::front::linalg_lu_factor_ex); overloads:
-/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3718)
+/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3728)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactorEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -11851,7 +11882,7 @@ impl<'a> LinalgLuFactorEx<'a> {
 }
 
 /// The builder of [`linalg_lu_solve`](crate::front::linalg_lu_solve); overloads:
-/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3722)
+/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3732)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuSolve<'a> {
     pub(crate) lu: &'a Tensor,
@@ -11885,7 +11916,7 @@ impl<'a> LinalgLuSolve<'a> {
 }
 
 /// The builder of [`linalg_solve_triangular`](crate::front::linalg_solve_triangular); overloads:
-/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3726)
+/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3736)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveTriangular<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11925,7 +11956,7 @@ impl<'a> LinalgSolveTriangular<'a> {
 }
 
 /// The builder of [`linalg_cholesky_ex`](crate::front::linalg_cholesky_ex); overloads:
-/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3730)
+/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3740)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholeskyEx<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11957,7 +11988,7 @@ impl<'a> LinalgCholeskyEx<'a> {
 }
 
 /// The builder of [`linalg_qr`](crate::front::linalg_qr); overloads:
-/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3738)
+/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3748)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgQr<'a> {
     pub(crate) a_: &'a Tensor,
@@ -11981,7 +12012,7 @@ impl<'a> LinalgQr<'a> {
 }
 
 /// The builder of [`linalg_eigh`](crate::front::linalg_eigh); overloads:
-/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3742)
+/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3752)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12005,7 +12036,7 @@ impl<'a> LinalgEigh<'a> {
 }
 
 /// The builder of [`_linalg_svd`](crate::front::_linalg_svd); overloads:
-/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3746)
+/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3756)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12045,7 +12076,7 @@ impl<'a> PrivateLinalgSvd<'a> {
 }
 
 /// The builder of [`linalg_lu_factor`](crate::front::linalg_lu_factor); overloads:
-/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3750)
+/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3760)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactor<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12069,7 +12100,7 @@ impl<'a> LinalgLuFactor<'a> {
 }
 
 /// The builder of [`_lu_with_info`](crate::front::_lu_with_info); overloads:
-/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3754)
+/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3764)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLuWithInfo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12101,7 +12132,7 @@ impl<'a> PrivateLuWithInfo<'a> {
 }
 
 /// The builder of [`linalg_lu`](crate::front::linalg_lu); overloads:
-/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3758)
+/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3768)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLu<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12125,7 +12156,7 @@ impl<'a> LinalgLu<'a> {
 }
 
 /// The builder of [`lu_unpack`](crate::front::lu_unpack); overloads:
-/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3762)
+/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3772)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LuUnpack<'a> {
     pub(crate) lu_data: &'a Tensor,
@@ -12158,7 +12189,7 @@ impl<'a> LuUnpack<'a> {
 }
 
 /// The builder of [`linalg_solve_ex`](crate::front::linalg_solve_ex); overloads:
-/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3770)
+/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3780)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12191,7 +12222,7 @@ impl<'a> LinalgSolveEx<'a> {
 }
 
 /// The builder of [`linalg_solve`](crate::front::linalg_solve); overloads:
-/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3774)
+/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3784)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolve<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12216,7 +12247,7 @@ impl<'a> LinalgSolve<'a> {
 }
 
 /// The builder of [`linalg_inv_ex`](crate::front::linalg_inv_ex); overloads:
-/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3778)
+/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3788)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgInvEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12240,7 +12271,7 @@ impl<'a> LinalgInvEx<'a> {
 }
 
 /// The builder of [`linalg_cholesky`](crate::front::linalg_cholesky); overloads:
-/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3810)
+/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3820)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholesky<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12264,7 +12295,7 @@ impl<'a> LinalgCholesky<'a> {
 }
 
 /// The builder of [`cholesky_solve`](crate::front::cholesky_solve); overloads:
-/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3814)
+/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3824)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskySolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12289,7 +12320,7 @@ impl<'a> CholeskySolve<'a> {
 }
 
 /// The builder of [`cholesky_inverse`](crate::front::cholesky_inverse); overloads:
-/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3818)
+/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3828)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskyInverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12313,7 +12344,7 @@ impl<'a> CholeskyInverse<'a> {
 }
 
 /// The builder of [`triangular_solve`](crate::front::triangular_solve); overloads:
-/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3822)
+/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3832)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriangularSolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12360,7 +12391,7 @@ impl<'a> TriangularSolve<'a> {
 }
 
 /// The builder of [`ormqr`](crate::front::ormqr); overloads:
-/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3834)
+/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3844)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Ormqr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12394,7 +12425,7 @@ impl<'a> Ormqr<'a> {
 }
 
 /// The builder of [`linalg_svd`](crate::front::linalg_svd); overloads:
-/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3838)
+/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3848)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12426,7 +12457,7 @@ impl<'a> LinalgSvd<'a> {
 }
 
 /// The builder of [`svd`](crate::front::svd); overloads:
-/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3842)
+/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3852)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Svd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12458,7 +12489,7 @@ impl<'a> Svd<'a> {
 }
 
 /// The builder of [`linalg_svdvals`](crate::front::linalg_svdvals); overloads:
-/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3846)
+/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3856)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvdvals<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12482,7 +12513,7 @@ impl<'a> LinalgSvdvals<'a> {
 }
 
 /// The builder of [`linalg_eigvalsh`](crate::front::linalg_eigvalsh); overloads:
-/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3850)
+/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3860)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigvalsh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12506,7 +12537,7 @@ impl<'a> LinalgEigvalsh<'a> {
 }
 
 /// The builder of [`linalg_pinv`](crate::front::linalg_pinv); overloads:
-/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3854)
+/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3864)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12531,7 +12562,7 @@ impl<'a> LinalgPinv<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_float`](crate::front::linalg_pinv_atol_rtol_float); overloads:
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3858)
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3868)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12571,7 +12602,7 @@ impl<'a> LinalgPinvAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_tensor`](crate::front::linalg_pinv_atol_rtol_tensor); overloads:
-/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3862)
+/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3872)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12611,7 +12642,7 @@ impl<'a> LinalgPinvAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_pinv_rcond_tensor`](crate::front::linalg_pinv_rcond_tensor); overloads:
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3866)
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3876)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvRcondTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12636,7 +12667,7 @@ impl<'a> LinalgPinvRcondTensor<'a> {
 }
 
 /// The builder of [`pinverse`](crate::front::pinverse); overloads:
-/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3870)
+/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3880)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pinverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12660,7 +12691,7 @@ impl<'a> Pinverse<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank`](crate::front::linalg_matrix_rank); overloads:
-/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3874)
+/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3884)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRank<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12685,7 +12716,7 @@ impl<'a> LinalgMatrixRank<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_tol_tensor`](crate::front::linalg_matrix_rank_tol_tensor); overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3878)
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3888)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankTolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12710,7 +12741,7 @@ impl<'a> LinalgMatrixRankTolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_tensor`](crate::front::linalg_matrix_rank_atol_rtol_tensor); overloads:
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3882)
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3892)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12750,7 +12781,7 @@ impl<'a> LinalgMatrixRankAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_float`](crate::front::linalg_matrix_rank_atol_rtol_float); overloads:
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3886)
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3896)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12790,7 +12821,7 @@ impl<'a> LinalgMatrixRankAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm`](crate::front::linalg_matrix_norm); overloads:
-/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3890)
+/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3900)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12838,7 +12869,7 @@ impl<'a> LinalgMatrixNorm<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm_str_ord`](crate::front::linalg_matrix_norm_str_ord); overloads:
-/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3894)
+/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3904)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNormStrOrd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12893,7 +12924,7 @@ impl<'a> LinalgMatrixNormStrOrd<'a> {
 }
 
 /// The builder of [`linalg_norm`](crate::front::linalg_norm); overloads:
-/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3898)
+/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3908)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12942,7 +12973,7 @@ impl<'a> LinalgNorm<'a> {
 }
 
 /// The builder of [`linalg_norm_ord_str`](crate::front::linalg_norm_ord_str); overloads:
-/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3902)
+/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3912)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNormOrdStr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12984,7 +13015,7 @@ impl<'a> LinalgNormOrdStr<'a> {
 }
 
 /// The builder of [`linalg_cond`](crate::front::linalg_cond); overloads:
-/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3906)
+/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3916)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCond<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13008,7 +13039,7 @@ impl<'a> LinalgCond<'a> {
 }
 
 /// The builder of [`linalg_tensorinv`](crate::front::linalg_tensorinv); overloads:
-/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3914)
+/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3924)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13032,7 +13063,7 @@ impl<'a> LinalgTensorinv<'a> {
 }
 
 /// The builder of [`linalg_tensorsolve`](crate::front::linalg_tensorsolve); overloads:
-/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3918)
+/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3928)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorsolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13058,7 +13089,7 @@ impl<'a> LinalgTensorsolve<'a> {
 }
 
 /// The builder of [`linalg_lstsq`](crate::front::linalg_lstsq); overloads:
-/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3930)
+/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3940)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLstsq<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13091,7 +13122,7 @@ impl<'a> LinalgLstsq<'a> {
 }
 
 /// The builder of [`cauchy_`](crate::front::cauchy_); overloads:
-/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3936)
+/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3946)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CauchyInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13131,7 +13162,7 @@ impl<'a> CauchyInplace<'a> {
 }
 
 /// The builder of [`geometric_`](crate::front::geometric_); overloads:
-/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3941)
+/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3951)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GeometricInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13156,7 +13187,7 @@ impl<'a> GeometricInplace<'a> {
 }
 
 /// The builder of [`log_normal_`](crate::front::log_normal_); overloads:
-/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3946)
+/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3956)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LogNormalInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13196,7 +13227,7 @@ impl<'a> LogNormalInplace<'a> {
 }
 
 /// The builder of [`randint_like`](crate::front::randint_like); overloads:
-/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3951)
+/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3961)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLike<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13253,7 +13284,7 @@ impl<'a> RandintLike<'a> {
 }
 
 /// The builder of [`randint_like_tensor`](crate::front::randint_like_tensor); overloads:
-/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3955)
+/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3965)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13310,7 +13341,7 @@ impl<'a> RandintLikeTensor<'a> {
 }
 
 /// The builder of [`randint_like_low_dtype`](crate::front::randint_like_low_dtype); overloads:
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3959)
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3969)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeLowDtype<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13368,7 +13399,7 @@ impl<'a> RandintLikeLowDtype<'a> {
 }
 
 /// The builder of [`rrelu`](crate::front::rrelu); overloads:
-/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3963)
+/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3973)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Rrelu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13422,7 +13453,7 @@ impl<'a> Rrelu<'a> {
 }
 
 /// The builder of [`allclose`](crate::front::allclose); overloads:
-/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4001)
+/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4011)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Allclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13469,7 +13500,7 @@ impl<'a> Allclose<'a> {
 }
 
 /// The builder of [`rnn_tanh_cell`](crate::front::rnn_tanh_cell); overloads:
-/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4030)
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4040)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnTanhCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13504,7 +13535,7 @@ impl<'a> RnnTanhCell<'a> {
 }
 
 /// The builder of [`rnn_relu_cell`](crate::front::rnn_relu_cell); overloads:
-/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4034)
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4044)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnReluCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13539,7 +13570,7 @@ impl<'a> RnnReluCell<'a> {
 }
 
 /// The builder of [`gru_cell`](crate::front::gru_cell); overloads:
-/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4038)
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4048)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GruCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13574,7 +13605,7 @@ impl<'a> GruCell<'a> {
 }
 
 /// The builder of [`lstm_cell`](crate::front::lstm_cell); overloads:
-/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4042)
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4052)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LstmCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13609,7 +13640,7 @@ impl<'a> LstmCell<'a> {
 }
 
 /// The builder of [`as_strided_scatter`](crate::front::as_strided_scatter); overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4050)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4060)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13638,7 +13669,7 @@ impl<'a> AsStridedScatter<'a> {
 }
 
 /// The builder of [`multi_margin_loss`](crate::front::multi_margin_loss); overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4078)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4088)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultiMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13694,7 +13725,7 @@ impl<'a> MultiMarginLoss<'a> {
 }
 
 /// The builder of [`multilabel_margin_loss`](crate::front::multilabel_margin_loss); overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4082)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4092)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultilabelMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13719,7 +13750,7 @@ impl<'a> MultilabelMarginLoss<'a> {
 }
 
 /// The builder of [`unique_consecutive`](crate::front::unique_consecutive); overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4086)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4096)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UniqueConsecutive<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13764,7 +13795,7 @@ impl<'a> UniqueConsecutive<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact1d`](crate::front::_upsample_nearest_exact1d); overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4104)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4114)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13790,7 +13821,7 @@ impl<'a> PrivateUpsampleNearestExact1d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact2d`](crate::front::_upsample_nearest_exact2d); overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4108)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4118)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13824,7 +13855,7 @@ impl<'a> PrivateUpsampleNearestExact2d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact3d`](crate::front::_upsample_nearest_exact3d); overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4112)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4122)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13866,7 +13897,7 @@ impl<'a> PrivateUpsampleNearestExact3d<'a> {
 }
 
 /// The builder of [`fft_irfft`](crate::front::fft_irfft); overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4118)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4128)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13906,7 +13937,7 @@ impl<'a> FftIrfft<'a> {
 }
 
 /// The builder of [`fft_irfft2`](crate::front::fft_irfft2); overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4122)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4132)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13948,7 +13979,7 @@ impl<'a> FftIrfft2<'a> {
 }
 
 /// The builder of [`fft_irfftn`](crate::front::fft_irfftn); overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4126)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4136)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13990,7 +14021,7 @@ impl<'a> FftIrfftn<'a> {
 }
 
 /// The builder of [`fft_hfft`](crate::front::fft_hfft); overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4130)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4140)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14030,7 +14061,7 @@ impl<'a> FftHfft<'a> {
 }
 
 /// The builder of [`fft_hfft2`](crate::front::fft_hfft2); overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4134)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4144)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14072,7 +14103,7 @@ impl<'a> FftHfft2<'a> {
 }
 
 /// The builder of [`fft_hfftn`](crate::front::fft_hfftn); overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4138)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4148)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14114,7 +14145,7 @@ impl<'a> FftHfftn<'a> {
 }
 
 /// The builder of [`gradient`](crate::front::gradient); overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4158)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4168)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gradient<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14154,7 +14185,7 @@ impl<'a> Gradient<'a> {
 }
 
 /// The builder of [`histogram`](crate::front::histogram); overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4162)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4172)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogram<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14202,7 +14233,7 @@ impl<'a> Histogram<'a> {
 }
 
 /// The builder of [`histogramdd`](crate::front::histogramdd); overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4166)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4176)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogramdd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14244,7 +14275,7 @@ impl<'a> Histogramdd<'a> {
 }
 
 /// The builder of [`histogramdd_int_bins`](crate::front::histogramdd_int_bins); overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4170)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4180)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddIntBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14285,7 +14316,7 @@ impl<'a> HistogramddIntBins<'a> {
 }
 
 /// The builder of [`histogram_bins_tensor`](crate::front::histogram_bins_tensor); overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4174)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4184)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramBinsTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14318,7 +14349,7 @@ impl<'a> HistogramBinsTensor<'a> {
 }
 
 /// The builder of [`histogramdd_tensorlist_bins`](crate::front::histogramdd_tensorlist_bins); overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4178)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4188)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddTensorlistBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14365,7 +14396,7 @@ impl<'a> HistogramddTensorlistBins<'a> {
 }
 
 /// The builder of [`upsample_trilinear3d`](crate::front::upsample_trilinear3d); overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4192)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4202)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleTrilinear3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14408,7 +14439,7 @@ impl<'a> UpsampleTrilinear3d<'a> {
 }
 
 /// The builder of [`upsample_bicubic2d`](crate::front::upsample_bicubic2d); overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4196)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4206)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleBicubic2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14443,7 +14474,7 @@ impl<'a> UpsampleBicubic2d<'a> {
 }
 
 /// The builder of [`segment_reduce`](crate::front::segment_reduce); overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4200)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4210)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SegmentReduce<'a> {
     pub(crate) data: &'a Tensor,
@@ -14517,7 +14548,7 @@ impl<'a> SegmentReduce<'a> {
 }
 
 /// The builder of [`_sparse_coo_tensor_with_dims_and_tensors`](crate::front::_sparse_coo_tensor_with_dims_and_tensors); overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4206)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4216)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseCooTensorWithDimsAndTensors<'a> {
     pub(crate) sparse_dim: i64,
@@ -14601,7 +14632,7 @@ impl<'a> PrivateSparseCooTensorWithDimsAndTensors<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor`](crate::front::sparse_coo_tensor); overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4210)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4220)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensor<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14669,7 +14700,7 @@ impl<'a> SparseCooTensor<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_indices`](crate::front::sparse_coo_tensor_indices); overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4214)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4224)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorIndices<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14734,7 +14765,7 @@ impl<'a> SparseCooTensorIndices<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_size`](crate::front::sparse_coo_tensor_size); overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4218)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4228)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorSize<'a> {
     pub(crate) size: IntList<'a>,
@@ -14783,7 +14814,7 @@ impl<'a> SparseCooTensorSize<'a> {
 }
 
 /// The builder of [`to_dense`](crate::front::to_dense); overloads:
-/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4278)
+/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4288)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14815,7 +14846,7 @@ impl<'a> ToDense<'a> {
 }
 
 /// The builder of [`_to_dense`](crate::front::_to_dense); overloads:
-/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4283)
+/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4293)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14847,7 +14878,7 @@ impl<'a> PrivateToDense<'a> {
 }
 
 /// The builder of [`to_dense_backward`](crate::front::to_dense_backward); overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4289)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4299)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDenseBackward<'a> {
     pub(crate) grad: &'a Tensor,
@@ -14872,7 +14903,7 @@ impl<'a> ToDenseBackward<'a> {
 }
 
 /// The builder of [`to_sparse`](crate::front::to_sparse); overloads:
-/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4298)
+/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4308)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14913,7 +14944,7 @@ impl<'a> ToSparse<'a> {
 }
 
 /// The builder of [`_sparse_addmm`](crate::front::_sparse_addmm); overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4327)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4337)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseAddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14953,7 +14984,7 @@ impl<'a> PrivateSparseAddmm<'a> {
 }
 
 /// The builder of [`sspaddmm`](crate::front::sspaddmm); overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4339)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4349)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sspaddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14993,7 +15024,7 @@ impl<'a> Sspaddmm<'a> {
 }
 
 /// The builder of [`_sparse_softmax_int`](crate::front::_sparse_softmax_int); overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4344)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4354)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15018,7 +15049,7 @@ impl<'a> PrivateSparseSoftmaxInt<'a> {
 }
 
 /// The builder of [`_sparse_log_softmax_int`](crate::front::_sparse_log_softmax_int); overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4356)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4366)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseLogSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15043,7 +15074,7 @@ impl<'a> PrivateSparseLogSoftmaxInt<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor`](crate::front::sparse_csr_tensor); overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4372)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4382)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensor<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15104,7 +15135,7 @@ impl<'a> SparseCsrTensor<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor_crow_col_value`](crate::front::sparse_csr_tensor_crow_col_value); overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4376)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4386)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensorCrowColValue<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15164,7 +15195,7 @@ impl<'a> SparseCsrTensorCrowColValue<'a> {
 }
 
 /// The builder of [`to_sparse_csr`](crate::front::to_sparse_csr); overloads:
-/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4390)
+/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4400)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15188,7 +15219,7 @@ impl<'a> ToSparseCsr<'a> {
 }
 
 /// The builder of [`_to_sparse_csr`](crate::front::_to_sparse_csr); overloads:
-/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4395)
+/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4405)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15212,7 +15243,7 @@ impl<'a> PrivateToSparseCsr<'a> {
 }
 
 /// The builder of [`_foreach_add_list`](crate::front::_foreach_add_list); overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4414)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4424)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddList<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15237,7 +15268,7 @@ impl<'a> PrivateForeachAddList<'a> {
 }
 
 /// The builder of [`_foreach_add_list_`](crate::front::_foreach_add_list_); overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4419)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4429)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddListInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15262,7 +15293,7 @@ impl<'a> PrivateForeachAddListInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcmul`](crate::front::_foreach_addcmul); overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4454)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4464)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmul<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15293,7 +15324,7 @@ impl<'a> PrivateForeachAddcmul<'a> {
 }
 
 /// The builder of [`_foreach_addcmul_`](crate::front::_foreach_addcmul_); overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4459)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4469)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmulInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15324,7 +15355,7 @@ impl<'a> PrivateForeachAddcmulInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv`](crate::front::_foreach_addcdiv); overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4464)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4474)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdiv<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15355,7 +15386,7 @@ impl<'a> PrivateForeachAddcdiv<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv_`](crate::front::_foreach_addcdiv_); overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4469)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4479)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdivInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15386,7 +15417,7 @@ impl<'a> PrivateForeachAddcdivInplace<'a> {
 }
 
 /// The builder of [`_foreach_copy_`](crate::front::_foreach_copy_); overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4519)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4529)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachCopyInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15411,7 +15442,7 @@ impl<'a> PrivateForeachCopyInplace<'a> {
 }
 
 /// The builder of [`_foreach_norm`](crate::front::_foreach_norm); overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4524)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4534)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachNorm<'a> {
     pub(crate) self_: TensorList<'a>,

@@ -281,6 +281,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::addcdiv_::SCHEMA).expect("generated schema parses");
     d.def(handles::clamp::SCHEMA).expect("generated schema parses");
     d.def(handles::masked_fill_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::masked_fill_scalar_::SCHEMA).expect("generated schema parses");
     d.def(handles::leaky_relu::SCHEMA).expect("generated schema parses");
     d.def(handles::hardtanh::SCHEMA).expect("generated schema parses");
     d.def(handles::elu::SCHEMA).expect("generated schema parses");
@@ -733,6 +734,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::argwhere::SCHEMA).expect("generated schema parses");
     d.def(handles::narrow_tensor::SCHEMA).expect("generated schema parses");
     d.def(handles::masked_fill_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::masked_fill_tensor_::SCHEMA).expect("generated schema parses");
     d.def(handles::logspace::SCHEMA).expect("generated schema parses");
     d.def(handles::lgamma::SCHEMA).expect("generated schema parses");
     d.def(handles::digamma::SCHEMA).expect("generated schema parses");
@@ -2844,6 +2846,24 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::masked_fill_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::masked_fill_scalar_::kernel(|ks, self_, mask, value| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::masked_fill_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    mask,
+                    value,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::cat_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::cat_out::kernel(|ks, tensors, dim, out| {
@@ -4288,6 +4308,24 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
                 )?
             };
             out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_fill_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::masked_fill_tensor_::kernel(|ks, self_, mask, value| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::masked_fill_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    mask,
+                    value,
+                )?
+            };
+            self_.bump_version();
             Ok(r)
         }),
     )
@@ -9422,6 +9460,14 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::masked_fill_scalar_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::masked_fill_scalar_::kernel(|_ks, self_, mask, value| {
+            crate::native::composite::masked_fill_scalar_(self_, mask, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::chunk::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::chunk::kernel(|_ks, self_, chunks, dim| crate::native::join::chunk(self_, chunks, dim)),
@@ -10867,6 +10913,14 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeImplicitAutograd,
         handles::masked_fill_tensor::kernel(|_ks, self_, mask, value| {
             crate::native::composite::masked_fill_tensor(self_, mask, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_fill_tensor_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::masked_fill_tensor_::kernel(|_ks, self_, mask, value| {
+            crate::native::composite::masked_fill_tensor_(self_, mask, value)
         }),
     )
     .expect("generated registration");

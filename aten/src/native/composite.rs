@@ -1599,6 +1599,31 @@ pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> R
     ops::narrow(self_, dim, start.to_vec::<i64>()?[0], length)
 }
 
+/// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`: the
+/// out-of-place result copied into `self` (which the mask must not broadcast).
+pub fn masked_fill_scalar_(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+    let filled = ops::masked_fill(self_, mask, value)?;
+    check_in_place_shape("masked_fill_", self_, &filled)?;
+    ops::copy_(self_, &filled, false)
+}
+
+/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`.
+pub fn masked_fill_tensor_(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let filled = masked_fill_tensor(self_, mask, value)?;
+    check_in_place_shape("masked_fill_", self_, &filled)?;
+    ops::copy_(self_, &filled, false)
+}
+
+fn check_in_place_shape(op: &str, self_: &Tensor, result: &Tensor) -> Result<()> {
+    if result.sizes() != self_.sizes() {
+        return Err(Error::shape(
+            op,
+            format!("the result's shape {:?} is not self's {:?}", result.sizes(), self_.sizes()),
+        ));
+    }
+    Ok(())
+}
+
 /// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`: `value` is a 0-dim
 /// tensor (differentiable).
 pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {

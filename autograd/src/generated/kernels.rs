@@ -3036,6 +3036,30 @@ pub(crate) fn masked_fill_scalar(ks: DispatchKeySet, self_: &Tensor, mask: &Tens
     Ok(result_)
 }
 
+/// Autograd kernel of the in-place variant of `masked_fill.Scalar` (autograd/derivatives.yaml:258).
+pub(crate) fn masked_fill_scalar_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(MaskedFillBackward0 { core, mask: SavedVariable::new(mask)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::masked_fill_scalar_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mask, value)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
 /// Autograd kernel of `leaky_relu` (autograd/derivatives.yaml:261).
 pub(crate) fn leaky_relu(ks: DispatchKeySet, self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
@@ -9726,6 +9750,12 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::masked_fill_scalar::NAME,
         DispatchKey::Autograd,
         handles::masked_fill_scalar::kernel(masked_fill_scalar),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_fill_scalar_::NAME,
+        DispatchKey::Autograd,
+        handles::masked_fill_scalar_::kernel(masked_fill_scalar_),
     )
     .expect("generated registration");
     d.register_kernel(handles::leaky_relu::NAME, DispatchKey::Autograd, handles::leaky_relu::kernel(leaky_relu))

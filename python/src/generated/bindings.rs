@@ -1011,6 +1011,13 @@ pub static BINDINGS: &[Binding] = &[
         overloads: &[("masked_fill.Tensor", None), ("masked_fill.Scalar", None)],
     },
     Binding {
+        name: "masked_fill_",
+        namespace: Namespace::Torch,
+        function: false,
+        method: true,
+        overloads: &[("masked_fill_.Tensor", None), ("masked_fill_.Scalar", None)],
+    },
+    Binding {
         name: "leaky_relu",
         namespace: Namespace::Torch,
         function: true,
