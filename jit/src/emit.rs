@@ -580,6 +580,15 @@ impl Importer<'_> {
         if !what.starts_with('$') && !what.contains(' ') {
             self.graph.set_value_name(out, Some(what));
         }
+        // The same constant from every branch that returns (`dim == 4 and mode == "lanczos"`
+        // of a module's constant mode is False either way): the constant, so that an `if` on it
+        // folds too. The output stays, unused, for dead-code elimination.
+        let consts: Vec<Option<Constant>> = vals.iter().flatten().map(|&v| self.graph.constant_value(v)).collect();
+        if let [Some(c), rest @ ..] = consts.as_slice() {
+            if rest.iter().all(|r| r.as_ref().is_some_and(|r| r.same(c))) && !matches!(c, Constant::Tensor(_)) {
+                return Ok(Sym::Value(self.constant(c.clone())));
+            }
+        }
         Ok(Sym::Value(out))
     }
 

@@ -120,7 +120,7 @@ pub(crate) fn join(prefix: &str, name: &str) -> String {
 }
 
 /// Names that stand for themselves when nothing in scope has them.
-const GLOBALS: [&str; 24] = [
+const GLOBALS: [&str; 25] = [
     "torch",
     "ops",
     "CONSTANTS",
@@ -145,6 +145,7 @@ const GLOBALS: [&str; 24] = [
     "abs",
     "str",
     "Tensor",
+    "list",
 ];
 
 /// The aten operator a binary operator on tensors calls.
@@ -245,6 +246,7 @@ pub(crate) fn annotation_type(e: &Expr) -> Option<JitType> {
             "str" => JitType::Str,
             "number" => JitType::Number,
             "Device" => JitType::Device,
+            "NoneType" => JitType::None,
             _ => return None,
         },
         Expr::None => JitType::None,
@@ -260,6 +262,13 @@ pub(crate) fn annotation_type(e: &Expr) -> Option<JitType> {
                 ("List", [t]) => JitType::List(Box::new(annotation_type(t)?)),
                 ("Final", [t]) => annotation_type(t)?,
                 ("Tuple", ts) => JitType::Tuple(ts.iter().map(|t| annotation_type(t)).collect::<Option<_>>()?),
+                // `Union[float, int]` (what `LPPool`'s `norm_type` is): a number.
+                ("Union", ts)
+                    if ts.len() > 1
+                        && ts.iter().all(|t| matches!(annotation_type(t), Some(JitType::Int | JitType::Float))) =>
+                {
+                    JitType::Number
+                }
                 _ => return None,
             }
         }
@@ -608,6 +617,12 @@ impl Importer<'_> {
                 return Ok(Sym::Value(self.node(kind, &[a, b], vec![JitType::Bool])[0]));
             }
             BinOp::In | BinOp::NotIn => {
+                // `"area" in ["nearest", "area"]` of constants: decided now, so that branches
+                // on a module's constant mode fold away.
+                if let (Some(Constant::Str(x)), Some(items)) = (self.graph.constant_value(a), self.const_strs(b)) {
+                    let found = items.contains(&x);
+                    return Ok(Sym::Value(self.constant(Constant::Bool(found == (op == BinOp::In)))));
+                }
                 if !matches!(tb, JitType::List(_)) {
                     return Err(self.err(format!("'{}' of a {tb} (only lists are supported)", op.symbol())));
                 }
@@ -619,13 +634,38 @@ impl Importer<'_> {
             }
             _ => {}
         }
+        if ta == JitType::Str && tb == JitType::Str && op == BinOp::Add {
+            return Ok(Sym::Value(self.node("aten::add", &[a, b], vec![JitType::Str])[0]));
+        }
+        // `list + list`: a new list of both (TorchScript's `aten::add.t`).
+        if let (JitType::List(x), JitType::List(y)) = (&ta, &tb) {
+            if op == BinOp::Add {
+                let ty = if x == y {
+                    ta.clone()
+                } else {
+                    unify(&ta, &tb).ok_or_else(|| self.err(format!("{ta} + {tb}")))?
+                };
+                return Ok(Sym::Value(self.node("aten::add", &[a, b], vec![ty])[0]));
+            }
+        }
         if is_number(&ta) && is_number(&tb) {
             let name = number_op(op).ok_or_else(|| self.err(format!("'{}' of two numbers", op.symbol())))?;
             let ty = number_result(name, &ta, &tb);
             return Ok(Sym::Value(self.node(&format!("aten::{name}"), &[a, b], vec![ty])[0]));
         }
-        if ta == JitType::Str && tb == JitType::Str && matches!(op, BinOp::Eq | BinOp::Ne) {
-            let kind = if op == BinOp::Eq { "aten::__is__" } else { "aten::__isnot__" };
+        // Strings and lists of numbers compare by value (`aten::eq.str`, `aten::ne.int_list`).
+        let by_value = |t: &JitType| {
+            matches!(t, JitType::Str)
+                || matches!(t, JitType::List(e) if matches!(**e, JitType::Int | JitType::Float | JitType::Bool))
+        };
+        if by_value(&ta) && by_value(&tb) && matches!(op, BinOp::Eq | BinOp::Ne) {
+            // Two constant strings: decided now (`mode == "area"` of a module's constant mode).
+            if let (Some(Constant::Str(x)), Some(Constant::Str(y))) =
+                (self.graph.constant_value(a), self.graph.constant_value(b))
+            {
+                return Ok(Sym::Value(self.constant(Constant::Bool((x == y) == (op == BinOp::Eq)))));
+            }
+            let kind = if op == BinOp::Eq { "aten::eq" } else { "aten::ne" };
             return Ok(Sym::Value(self.node(kind, &[a, b], vec![JitType::Bool])[0]));
         }
         let name = tensor_op(op).ok_or_else(|| self.err(format!("'{}' of a {ta} and a {tb}", op.symbol())))?;
@@ -1002,6 +1042,21 @@ impl Importer<'_> {
                 Ok(Sym::Value(self.node("aten::__not__", &[v], vec![JitType::Bool])[0]))
             }
             "ops.prim.NumToTensor" => one(self, "prim::NumToTensor", argv, JitType::tensor()),
+            // We have no nested tensors.
+            "ops.prim.is_nested" => one(self, "prim::is_nested", argv, JitType::Bool),
+            // `list(l)`: a copy, which a functional list already is (Note [Functional lists]).
+            "list" | "torch.list" if argv.len() == 1 && self.is_list(argv.first()) => {
+                let v = self.value(argv.into_iter().next().unwrap_or(Sym::Undefined(String::new())))?;
+                let ty = self.ty(v);
+                Ok(Sym::Value(self.node("aten::list", &[v], vec![ty])[0]))
+            }
+            // `math.floor`/`math.ceil` of a float: an int.
+            "torch.floor" | "torch.ceil" | "math.floor" | "math.ceil"
+                if argv.len() == 1 && matches!(&argv[0], Sym::Value(v) if is_number(&self.ty(*v))) =>
+            {
+                let kind = if name.ends_with("floor") { "aten::floor" } else { "aten::ceil" };
+                one(self, kind, argv, JitType::Int)
+            }
             "ops.prim.RaiseException" => {
                 let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
                 self.node("prim::RaiseException", &vs, Vec::new());
@@ -1021,6 +1076,36 @@ impl Importer<'_> {
             "torch.size" if argv.len() == 2 => one(self, "aten::size", argv, JitType::Int),
             "torch.size" => one(self, "aten::size", argv, JitType::List(Box::new(JitType::Int))),
             "torch.dim" => one(self, "aten::dim", argv, JitType::Int),
+            "torch.is_floating_point" => one(self, "aten::is_floating_point", argv, JitType::Bool),
+            "torch.is_complex" => one(self, "aten::is_complex", argv, JitType::Bool),
+            "torch.warn" => {
+                let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                self.node("aten::warn", &vs, Vec::new());
+                Ok(Sym::Value(self.constant(Constant::None)))
+            }
+            "torch.slice" if self.is_list(argv.first()) => self.list_slice(argv, kwv),
+            "torch.add"
+                if argv.len() == 2
+                    && kwv.is_empty()
+                    && argv.iter().all(
+                        |a| matches!(a, Sym::Value(v) if matches!(self.ty(*v), JitType::Str | JitType::List(_))),
+                    ) =>
+            {
+                self.binary(BinOp::Add, argv[0].clone(), argv[1].clone())
+            }
+            "torch.eq" | "torch.ne" if argv.len() == 2 && kwv.is_empty() => {
+                let op = if name == "torch.eq" { BinOp::Eq } else { BinOp::Ne };
+                self.binary(op, argv[0].clone(), argv[1].clone())
+            }
+            // The tensor operators `&`, `|` and `^` as TorchScript prints them.
+            "torch.__and__" | "torch.__or__" | "torch.__xor__" if argv.len() == 2 && kwv.is_empty() => {
+                let op = match name {
+                    "torch.__and__" => BinOp::BitAnd,
+                    "torch.__or__" => BinOp::BitOr,
+                    _ => BinOp::BitXor,
+                };
+                self.binary(op, argv[0].clone(), argv[1].clone())
+            }
             "torch.numel" => one(self, "aten::numel", argv, JitType::Int),
             "torch.device" => {
                 let v = self.value(argv.into_iter().next().ok_or_else(|| self.err("torch.device()"))?)?;
@@ -1042,6 +1127,51 @@ impl Importer<'_> {
                 self.schema_call(op, argv, kwv)
             }
         }
+    }
+
+    /// The strings of a list built from constant strings (`["nearest", "area"]`).
+    fn const_strs(&self, v: ValueId) -> Option<Vec<String>> {
+        let n = self.graph.producer(v)?;
+        if self.graph.kind(n) != "prim::ListConstruct" {
+            return None;
+        }
+        self.graph
+            .inputs_of(n)
+            .iter()
+            .map(|&i| match self.graph.constant_value(i) {
+                Some(Constant::Str(s)) => Some(s),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn is_list(&self, s: Option<&Sym>) -> bool {
+        matches!(s, Some(Sym::Value(v)) if matches!(self.ty(*v), JitType::List(_)))
+    }
+
+    /// `torch.slice(list, start=None, end=None, step=1)`: Python's `list[start:end:step]`.
+    fn list_slice(&mut self, argv: Vec<Sym>, kwv: Vec<(String, Sym)>) -> Result<Sym> {
+        let mut vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+        if vs.len() > 4 {
+            return Err(self.err("slice of a list takes at most start, end and step"));
+        }
+        let none = self.constant(Constant::None);
+        let one = self.constant(Constant::Int(1));
+        vs.resize(4, none);
+        if vs[3] == none {
+            vs[3] = one;
+        }
+        for (k, a) in kwv {
+            let slot = match k.as_str() {
+                "start" => 1,
+                "end" => 2,
+                "step" => 3,
+                _ => return Err(self.err(format!("slice of a list has no argument '{k}'"))),
+            };
+            vs[slot] = self.value(a)?;
+        }
+        let ty = self.ty(vs[0]);
+        Ok(Sym::Value(self.node("aten::slice", &vs, vec![ty])[0]))
     }
 
     /// A call's positional and keyword arguments, compiled in order.
@@ -1099,6 +1229,12 @@ impl Importer<'_> {
                 Ok(Sym::Value(self.node("aten::size", &vs, vec![ty])[0]))
             }
             (JitType::Tensor(_), "dim") => Ok(Sym::Value(self.node("aten::dim", &[v], vec![JitType::Int])[0])),
+            (JitType::Tensor(_), "is_floating_point") => {
+                Ok(Sym::Value(self.node("aten::is_floating_point", &[v], vec![JitType::Bool])[0]))
+            }
+            (JitType::Tensor(_), "is_complex") => {
+                Ok(Sym::Value(self.node("aten::is_complex", &[v], vec![JitType::Bool])[0]))
+            }
             (JitType::Tensor(_), "numel") => Ok(Sym::Value(self.node("aten::numel", &[v], vec![JitType::Int])[0])),
             (JitType::Tensor(_), m) => self.schema_call(m, argv, kwv),
             (t, m) => Err(self.err(format!("method '{m}' of a {t}"))),
@@ -1377,11 +1513,20 @@ pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
     let mut buffers = Vec::new();
     for m in 0..imp.mods.len() {
         let class = imp.mods[m].class.clone();
+        // An optional parameter or buffer set to None (`bias=False`, a norm without running
+        // statistics) is not an input: reading it gives None.
+        let is_none = |imp: &Importer<'_>, name: &str| matches!(imp.mods[m].state.get(name), Some(Value::None));
         for p in &class.parameters {
+            if is_none(&imp, p) {
+                continue;
+            }
             let t = imp.tensor_attr(m, p)?;
             parameters.push((join(&imp.mods[m].path, p), t));
         }
         for b in &class.buffers {
+            if is_none(&imp, b) {
+                continue;
+            }
             let t = imp.tensor_attr(m, b)?;
             buffers.push((join(&imp.mods[m].path, b), t));
         }

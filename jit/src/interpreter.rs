@@ -162,6 +162,18 @@ enum Builtin {
     DtypeOf,
     /// `prim::device(t)`.
     DeviceOf,
+    /// `aten::slice(list, start, end, step)`: Python's `list[start:end:step]`.
+    ListSlice,
+    /// `aten::warn(message, stacklevel)`: Python's `warnings.warn`, shown once per message.
+    Warn,
+    /// `aten::is_floating_point(t)` / `aten::is_complex(t)` (`true`: complex).
+    DtypeIs(bool),
+    /// `aten::add` of two strings.
+    Concat,
+    /// `aten::floor` / `aten::ceil` of a number, an int (`true`: ceil).
+    Round(bool),
+    /// `prim::is_nested(t)`: false, as we have no nested tensors.
+    IsNested,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -412,6 +424,22 @@ fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
         "aten::__contains__" => Builtin::Contains,
         "prim::dtype" => Builtin::DtypeOf,
         "prim::device" => Builtin::DeviceOf,
+        // Strings and lists compare by value (`aten::eq.str`, `aten::ne.int_list`).
+        "aten::eq" | "aten::ne"
+            if ins.len() == 2 && (0..2).all(|k| matches!(ty(k), JitType::Str | JitType::List(_))) =>
+        {
+            Builtin::Is(kind == "aten::ne")
+        }
+        "aten::slice" if ins.len() == 4 && matches!(ty(0), JitType::List(_)) => Builtin::ListSlice,
+        "aten::warn" => Builtin::Warn,
+        "aten::list" => Builtin::Identity,
+        "prim::is_nested" => Builtin::IsNested,
+        "aten::add" if ins.len() == 2 && (0..2).all(|k| matches!(ty(k), JitType::Str | JitType::List(_))) => {
+            Builtin::Concat
+        }
+        "aten::floor" | "aten::ceil" if ins.len() == 1 && is_number(ty(0)) => Builtin::Round(kind == "aten::ceil"),
+        "aten::is_floating_point" => Builtin::DtypeIs(false),
+        "aten::is_complex" => Builtin::DtypeIs(true),
         _ => {
             let name = kind.strip_prefix("aten::")?;
             let op = arith(name, ins.len())?;
@@ -631,7 +659,18 @@ pub fn list_of(values: Vec<IValue>, elem: &Type) -> Result<IValue> {
                 })
                 .collect::<Result<_>>()?,
         ),
-        other => return Err(run_error(format!("a list of {other}"))),
+        // Numbers whose type the graph does not narrow (`number`, a join of int and float):
+        // floats if any is one, ints otherwise.
+        Type::Scalar if values.iter().all(|v| matches!(v, IValue::Int(_) | IValue::Double(_))) => {
+            if values.iter().any(|v| matches!(v, IValue::Double(_))) {
+                list_of(values, &Type::Float)?
+            } else {
+                list_of(values, &Type::Int)?
+            }
+        }
+        // Any other element type (`str`, `Optional[float]`): a generic list, held as a tuple's
+        // values (what `list_elements` reads back).
+        _ => IValue::Tuple(values),
     })
 }
 
@@ -995,6 +1034,29 @@ fn run_block(p: &Plan, params: Vec<IValue>, fr: &mut Frame<'_>) -> Result<Vec<IV
     run_plan(p, fr)
 }
 
+/// The indices Python's `seq[start:end:step]` takes from a sequence of `len` elements (`step`
+/// not zero).
+fn python_slice(len: i64, start: Option<i64>, end: Option<i64>, step: i64) -> impl Iterator<Item = usize> {
+    let clamp = |i: i64, lo: i64, hi: i64| {
+        let i = if i < 0 { i + len } else { i };
+        i.clamp(lo, hi)
+    };
+    let (first, stop) = if step > 0 {
+        (start.map_or(0, |s| clamp(s, 0, len)), end.map_or(len, |e| clamp(e, 0, len)))
+    } else {
+        (start.map_or(len - 1, |s| clamp(s, -1, len - 1)), end.map_or(-1, |e| clamp(e, -1, len - 1)))
+    };
+    let mut i = first;
+    std::iter::from_fn(move || {
+        let more = if step > 0 { i < stop } else { i > stop };
+        more.then(|| {
+            let k = i as usize;
+            i += step;
+            k
+        })
+    })
+}
+
 fn truth(v: &IValue) -> Result<bool> {
     match v {
         IValue::Bool(b) => Ok(*b),
@@ -1091,6 +1153,87 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
             }
         }
         Builtin::Dim => one(IValue::Int(tensor(vals.pop().unwrap_or(IValue::None), "aten::dim")?.dim() as i64)),
+        Builtin::Concat => match <[IValue; 2]>::try_from(vals) {
+            Ok([IValue::Str(a), IValue::Str(b)]) => one(IValue::Str(a + &b)),
+            Ok([IValue::IntList(mut a), IValue::IntList(b)]) => {
+                a.extend(b);
+                one(IValue::IntList(a))
+            }
+            Ok([IValue::DoubleList(mut a), IValue::DoubleList(b)]) => {
+                a.extend(b);
+                one(IValue::DoubleList(a))
+            }
+            Ok([IValue::BoolList(mut a), IValue::BoolList(b)]) => {
+                a.extend(b);
+                one(IValue::BoolList(a))
+            }
+            Ok([IValue::TensorList(mut a), IValue::TensorList(b)]) => {
+                a.extend(b);
+                one(IValue::TensorList(a))
+            }
+            Ok([IValue::Tuple(mut a), IValue::Tuple(b)]) => {
+                a.extend(b);
+                one(IValue::Tuple(a))
+            }
+            Ok([a, b]) => Err(run_error(format!("cannot add a {} and a {}", a.kind(), b.kind()))),
+            Err(_) => Err(run_error("+ takes two values")),
+        },
+        Builtin::Round(ceil) => {
+            let x = as_f64(&vals.pop().unwrap_or(IValue::None))?;
+            let r = if ceil { x.ceil() } else { x.floor() };
+            if !r.is_finite() || r < i64::MIN as f64 || r >= i64::MAX as f64 {
+                return Err(run_error(format!("cannot convert {x} to an int")));
+            }
+            one(IValue::Int(r as i64))
+        }
+        Builtin::IsNested => {
+            tensor(vals.pop().unwrap_or(IValue::None), "prim::is_nested")?;
+            one(IValue::Bool(false))
+        }
+        Builtin::DtypeIs(complex) => {
+            let t = tensor(vals.pop().unwrap_or(IValue::None), "aten::is_floating_point")?;
+            one(IValue::Bool(if complex { t.dtype().is_complex() } else { t.dtype().is_floating_point() }))
+        }
+        Builtin::Warn => {
+            static SHOWN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+            let message = match vals.first() {
+                Some(IValue::Str(s)) => s.clone(),
+                other => format!("{other:?}"),
+            };
+            let mut shown = SHOWN.lock().unwrap_or_else(|e| e.into_inner());
+            if !shown.contains(&message) {
+                eprintln!("UserWarning: {message}");
+                shown.push(message);
+            }
+            Ok(Vec::new())
+        }
+        Builtin::ListSlice => {
+            let [list, start, end, step] =
+                <[IValue; 4]>::try_from(vals).map_err(|_| run_error("slice takes a list, start, end and step"))?;
+            let opt = |v: &IValue| match v {
+                IValue::None => Ok(None),
+                IValue::Int(i) => Ok(Some(*i)),
+                other => Err(run_error(format!("a slice bound is an int or None, got {}", other.kind()))),
+            };
+            let (start, end) = (opt(&start)?, opt(&end)?);
+            let step = match step {
+                IValue::Int(0) => return Err(run_error("slice step cannot be zero")),
+                IValue::Int(s) => s,
+                other => return Err(run_error(format!("a slice step is an int, got {}", other.kind()))),
+            };
+            let picks = |len: usize| python_slice(len as i64, start, end, step);
+            one(match list {
+                IValue::IntList(v) => IValue::IntList(picks(v.len()).map(|i| v[i]).collect()),
+                IValue::DoubleList(v) => IValue::DoubleList(picks(v.len()).map(|i| v[i]).collect()),
+                IValue::BoolList(v) => IValue::BoolList(picks(v.len()).map(|i| v[i]).collect()),
+                IValue::TensorList(v) => IValue::TensorList(picks(v.len()).map(|i| v[i].clone()).collect()),
+                IValue::OptionalTensorList(v) => {
+                    IValue::OptionalTensorList(picks(v.len()).map(|i| v[i].clone()).collect())
+                }
+                IValue::Tuple(v) => IValue::Tuple(picks(v.len()).map(|i| v[i].clone()).collect()),
+                other => return Err(run_error(format!("slicing a {}", other.kind()))),
+            })
+        }
         Builtin::Numel => one(IValue::Int(tensor(vals.pop().unwrap_or(IValue::None), "aten::numel")?.numel())),
         Builtin::Not => one(IValue::Bool(!truth(&vals.pop().unwrap_or(IValue::None))?)),
         Builtin::Print => {
@@ -1160,6 +1303,11 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
                 (IValue::BoolList(mut v), x) => {
                     v.push(truth(&x)?);
                     IValue::BoolList(v)
+                }
+                // A generic list (`list_of`).
+                (IValue::Tuple(mut v), x) => {
+                    v.push(x);
+                    IValue::Tuple(v)
                 }
                 (l, x) => return Err(run_error(format!("cannot append a {} to a {}", x.kind(), l.kind()))),
             })

@@ -447,7 +447,8 @@ impl Printer<'_> {
             | "prim::device"
             | "prim::min"
             | "prim::max"
-            | "prim::RaiseException" => {
+            | "prim::RaiseException"
+            | "prim::is_nested" => {
                 let a = self.uses(ins)?;
                 format!("ops.prim.{}({})", &kind[6..], a.join(", "))
             }
@@ -462,14 +463,17 @@ impl Printer<'_> {
                     ins.iter().all(|&v| matches!(g.value_type(v), JitType::Int | JitType::Float | JitType::Bool));
                 if numbers && (is_number_op(name) || (name == "neg" && ins.len() == 1)) {
                     format!("torch.{name}({})", self.uses(ins)?.join(", "))
-                } else {
-                    let (_, schema) = resolve(g, n)?;
+                } else if let Ok((_, schema)) = resolve(g, n) {
                     let mut args = Vec::new();
                     for (a, &v) in schema.arguments.iter().zip(ins) {
                         let u = self.use_of(v)?;
                         args.push(if a.kwarg_only { format!("{}={u}", a.name) } else { u });
                     }
                     format!("torch.{name}({})", args.join(", "))
+                } else {
+                    // A builtin without a schema of ours (`eq` of two strings, a list's `slice`,
+                    // `warn`, `is_floating_point`): TorchScript spells it the same way.
+                    format!("torch.{name}({})", self.uses(ins)?.join(", "))
                 }
             }
             _ => return Err(unsupported()),

@@ -9,7 +9,7 @@
 //!   tensor inputs;
 //! - containers and their items are one class: `prim::ListConstruct`, `TupleConstruct`,
 //!   `ListUnpack`, `TupleUnpack`, `TupleIndex`, `ListIndex`, `__getitem__`, `aten::append`,
-//!   `prim::unchecked_cast`;
+//!   `prim::unchecked_cast`, a list's `aten::slice`;
 //! - a block's parameters and returns join the values of the `If`/`Loop` that flow into and out
 //!   of them;
 //! - every tensor input of the graph is one class: the caller may pass one tensor twice;
@@ -78,13 +78,12 @@ impl AliasDb {
             | "prim::ListIndex"
             | "aten::__getitem__"
             | "aten::append"
-            | "prim::unchecked_cast" => {
-                let held: Vec<ValueId> =
-                    ins.iter().chain(outs).copied().filter(|&v| may_hold_tensor(g.value_type(v))).collect();
-                for w in held.windows(2) {
-                    self.union(w[0], w[1]);
-                }
-            }
+            | "prim::unchecked_cast"
+            | "aten::list" => self.together(g, n),
+            // A list made of two lists holds their items.
+            "aten::add" if matches!(g.value_type(outs[0]), crate::types::JitType::List(_)) => self.together(g, n),
+            // A slice of a list holds the list's items.
+            "aten::slice" if matches!(g.value_type(ins[0]), crate::types::JitType::List(_)) => self.together(g, n),
             "prim::If" | "prim::Loop" => {
                 let loop_ = kind == "prim::Loop";
                 for &b in g.blocks_of(n) {
@@ -151,6 +150,20 @@ impl AliasDb {
                     self.unknown(g, n, writes);
                 }
             }
+        }
+    }
+
+    /// Containers and their items: every tensor-holding input and output in one class.
+    fn together(&mut self, g: &Graph, n: NodeId) {
+        let held: Vec<ValueId> = g
+            .inputs_of(n)
+            .iter()
+            .chain(g.outputs_of(n))
+            .copied()
+            .filter(|&v| may_hold_tensor(g.value_type(v)))
+            .collect();
+        for w in held.windows(2) {
+            self.union(w[0], w[1]);
         }
     }
 

@@ -83,7 +83,7 @@ pub fn effects(g: &Graph, n: NodeId) -> Effects {
     let kind = g.kind(n);
     let mut e = Effects { mutates: false, random: false, side_effects: false };
     match kind {
-        "prim::Print" | "prim::RaiseException" => e.side_effects = true,
+        "prim::Print" | "prim::RaiseException" | "aten::warn" => e.side_effects = true,
         "prim::If" | "prim::Loop" => {
             for &b in g.blocks_of(n) {
                 for &m in g.block_nodes(b) {
@@ -118,6 +118,9 @@ pub fn effects(g: &Graph, n: NodeId) -> Effects {
                         | "aten::__getitem__"
                         | "aten::len"
                         | "aten::__not__"
+                        | "aten::is_floating_point"
+                        | "aten::is_complex"
+                        | "aten::list"
                 ) || g.inputs_of(n).iter().all(|&v| !g.value_type(v).is_tensor());
                 if !builtin {
                     e.mutates = true;

@@ -3,6 +3,7 @@ mod export;
 mod fusion;
 mod interpreter;
 mod load;
+mod modules;
 mod passes;
 mod script;
 mod shape_prop;

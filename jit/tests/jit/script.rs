@@ -372,3 +372,62 @@ def f(x: Tensor, mode: str) -> Tensor:
     let err = m.forward_values(&[x, IValue::Str("odd".into())]).unwrap_err().to_string();
     assert!(err.contains("ValueError: unknown mode odd"), "{err}");
 }
+
+#[test]
+fn strings_lists_and_numbers_have_their_python_operations() {
+    // What PyTorch's scripted nn modules use: `mode == "area"`, `str + str`, list slices and
+    // concatenation, `list(l)`, `math.floor`, `is_floating_point`, `warnings.warn`, and lists
+    // of strings.
+    let src = r#"
+def f(x: Tensor, mode: str, n: float, step: int):
+    l = [1, 2, 3, 4, 5]
+    a = torch.slice(l, 1, -1, step)
+    b = l + [6]
+    c = list(l)
+    s = mode + "_x"
+    names = ["nearest", "area"]
+    same = mode == "area"
+    other = mode != "area"
+    k = math.floor(n)
+    j = math.ceil(n)
+    if not x.is_floating_point():
+        torch.warn("an integer input", 2)
+    return a, b, c, s, same, other, k, j, names[1], l == c
+"#;
+    let m = jit::script(src).unwrap();
+    let out = m
+        .forward_values(&[IValue::Tensor(t(&[1.0])), IValue::Str("area".into()), IValue::Double(2.5), IValue::Int(2)])
+        .unwrap();
+    let IValue::Tuple(items) = &out[0] else { panic!("{out:?}") };
+    let shown: Vec<String> = items.iter().map(|v| format!("{v:?}")).collect();
+    assert_eq!(
+        shown,
+        [
+            "IntList([2, 4])",
+            "IntList([1, 2, 3, 4, 5, 6])",
+            "IntList([1, 2, 3, 4, 5])",
+            "Str(\"area_x\")",
+            "Bool(true)",
+            "Bool(false)",
+            "Int(2)",
+            "Int(3)",
+            "Str(\"area\")",
+            "Bool(true)",
+        ]
+    );
+    // Python's slices: negative steps and bounds past either end.
+    let src = "
+def g(l: List[int], lo: int, hi: int, step: int):
+    return torch.slice(l, lo, hi, step)
+";
+    let m = jit::script(src).unwrap();
+    let l = IValue::IntList(vec![0, 1, 2, 3, 4, 5]);
+    for (lo, hi, step, want) in
+        [(4, 0, -1, vec![4, 3, 2, 1]), (-2, 100, 1, vec![4, 5]), (-100, 3, 2, vec![0, 2]), (5, -100, -2, vec![5, 3, 1])]
+    {
+        let out = m.forward_values(&[l.clone(), IValue::Int(lo), IValue::Int(hi), IValue::Int(step)]).unwrap();
+        assert_eq!(format!("{:?}", out[0]), format!("{:?}", IValue::IntList(want)), "[{lo}:{hi}:{step}]");
+    }
+    let err = m.forward_values(&[l, IValue::Int(0), IValue::Int(1), IValue::Int(0)]).unwrap_err().to_string();
+    assert!(err.contains("step cannot be zero"), "{err}");
+}
