@@ -1547,9 +1547,9 @@ impl<'a> ArangeStart<'a> {
 
 /// The builder of [`linspace`](crate::front::linspace); overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
-/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4016)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4152)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4156)
+/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4021)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4161)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4165)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -2938,7 +2938,7 @@ impl<'a> Pow<'a> {
 
 /// The builder of [`lerp`](crate::front::lerp); overloads:
 /// - `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
-/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3533)
+/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3538)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Lerp<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3105,7 +3105,7 @@ impl<'a> Clamp<'a> {
 
 /// The builder of [`masked_fill`](crate::front::masked_fill); overloads:
 /// - `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
-/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3352)
+/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3357)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaskedFill<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3136,7 +3136,7 @@ impl<'a> MaskedFill<'a> {
 
 /// The builder of [`masked_fill_`](crate::front::masked_fill_); overloads:
 /// - `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1336)
-/// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3356)
+/// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3361)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaskedFillInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3471,8 +3471,8 @@ impl<'a> ProdDimInt<'a> {
 
 /// The builder of [`var`](crate::front::var); overloads:
 /// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
-/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3140)
-/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3144)
+/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3145)
+/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3149)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Var<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3537,8 +3537,8 @@ impl<'a> Var<'a> {
 
 /// The builder of [`std`](crate::front::std); overloads:
 /// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1404)
-/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3148)
-/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3152)
+/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3153)
+/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3157)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Std<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3809,7 +3809,7 @@ impl<'a> Logsumexp<'a> {
 
 /// The builder of [`all`](crate::front::all); overloads:
 /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
-/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3561)
+/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3566)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct All<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3846,7 +3846,7 @@ impl<'a> All<'a> {
 
 /// The builder of [`any`](crate::front::any); overloads:
 /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1459)
-/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3557)
+/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3562)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Any<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4104,8 +4104,34 @@ impl<'a> Split<'a> {
     }
 }
 
+/// The builder of [`split_sizes`](crate::front::split_sizes); overloads:
+/// - `split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1519)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct SplitSizes<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) split_size: IntList<'a>,
+    pub(crate) dim: Option<i64>,
+}
+
+impl<'a> SplitSizes<'a> {
+    /// Sets `dim` (default `0`).
+    #[inline]
+    pub fn dim(mut self, v: i64) -> Self {
+        self.dim = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Vec<Tensor>> {
+        let SplitSizes { self_, split_size, dim, .. } = self;
+        let split_size_v = split_size.expand(None);
+        crate::handles::split_sizes::call(self_, &split_size_v, dim.unwrap_or(0))
+    }
+}
+
 /// The builder of [`split_with_sizes`](crate::front::split_with_sizes); overloads:
-/// - `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1519)
+/// - `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1524)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SplitWithSizes<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4131,7 +4157,7 @@ impl<'a> SplitWithSizes<'a> {
 }
 
 /// The builder of [`chunk`](crate::front::chunk); overloads:
-/// - `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1524)
+/// - `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1529)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Chunk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4156,7 +4182,7 @@ impl<'a> Chunk<'a> {
 }
 
 /// The builder of [`unbind`](crate::front::unbind); overloads:
-/// - `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1529)
+/// - `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1534)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Unbind<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4180,7 +4206,7 @@ impl<'a> Unbind<'a> {
 }
 
 /// The builder of [`repeat_interleave`](crate::front::repeat_interleave); overloads:
-/// - `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1552)
+/// - `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1557)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RepeatInterleave<'a> {
     pub(crate) repeats: &'a Tensor,
@@ -4204,7 +4230,7 @@ impl<'a> RepeatInterleave<'a> {
 }
 
 /// The builder of [`repeat_interleave_self_tensor`](crate::front::repeat_interleave_self_tensor); overloads:
-/// - `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1556)
+/// - `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1561)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RepeatInterleaveSelfTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4237,7 +4263,7 @@ impl<'a> RepeatInterleaveSelfTensor<'a> {
 }
 
 /// The builder of [`repeat_interleave_self_int`](crate::front::repeat_interleave_self_int); overloads:
-/// - `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1561)
+/// - `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1566)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RepeatInterleaveSelfInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4270,7 +4296,7 @@ impl<'a> RepeatInterleaveSelfInt<'a> {
 }
 
 /// The builder of [`roll`](crate::front::roll); overloads:
-/// - `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1571)
+/// - `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1576)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Roll<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4297,7 +4323,7 @@ impl<'a> Roll<'a> {
 }
 
 /// The builder of [`rot90`](crate::front::rot90); overloads:
-/// - `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1576)
+/// - `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1581)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Rot90<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4330,7 +4356,7 @@ impl<'a> Rot90<'a> {
 }
 
 /// The builder of [`tril`](crate::front::tril); overloads:
-/// - `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1581)
+/// - `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1586)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Tril<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4354,7 +4380,7 @@ impl<'a> Tril<'a> {
 }
 
 /// The builder of [`tril_`](crate::front::tril_); overloads:
-/// - `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1586)
+/// - `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1591)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrilInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4378,7 +4404,7 @@ impl<'a> TrilInplace<'a> {
 }
 
 /// The builder of [`triu`](crate::front::triu); overloads:
-/// - `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1595)
+/// - `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1600)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Triu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4402,7 +4428,7 @@ impl<'a> Triu<'a> {
 }
 
 /// The builder of [`triu_`](crate::front::triu_); overloads:
-/// - `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1600)
+/// - `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1605)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriuInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4426,7 +4452,7 @@ impl<'a> TriuInplace<'a> {
 }
 
 /// The builder of [`diag`](crate::front::diag); overloads:
-/// - `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1609)
+/// - `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1614)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diag<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4450,7 +4476,7 @@ impl<'a> Diag<'a> {
 }
 
 /// The builder of [`diag_embed`](crate::front::diag_embed); overloads:
-/// - `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1614)
+/// - `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1619)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagEmbed<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4490,7 +4516,7 @@ impl<'a> DiagEmbed<'a> {
 }
 
 /// The builder of [`pad`](crate::front::pad); overloads:
-/// - `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1639)
+/// - `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1644)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pad<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4524,7 +4550,7 @@ impl<'a> Pad<'a> {
 }
 
 /// The builder of [`constant_pad_nd`](crate::front::constant_pad_nd); overloads:
-/// - `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1643)
+/// - `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1648)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConstantPadNd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4550,7 +4576,7 @@ impl<'a> ConstantPadNd<'a> {
 }
 
 /// The builder of [`gather`](crate::front::gather); overloads:
-/// - `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1657)
+/// - `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1662)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gather<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4576,7 +4602,7 @@ impl<'a> Gather<'a> {
 }
 
 /// The builder of [`index_add`](crate::front::index_add); overloads:
-/// - `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1729)
+/// - `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1734)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexAdd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4603,7 +4629,7 @@ impl<'a> IndexAdd<'a> {
 }
 
 /// The builder of [`index_add_`](crate::front::index_add_); overloads:
-/// - `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1735)
+/// - `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1740)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexAddInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4630,8 +4656,8 @@ impl<'a> IndexAddInplace<'a> {
 }
 
 /// The builder of [`index_fill`](crate::front::index_fill); overloads:
-/// - `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1755)
-/// - `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1765)
+/// - `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1760)
+/// - `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1770)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexFill<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4672,8 +4698,8 @@ impl<'a> IndexFill<'a> {
 }
 
 /// The builder of [`index_fill_`](crate::front::index_fill_); overloads:
-/// - `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1760)
-/// - `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1770)
+/// - `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1765)
+/// - `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1775)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexFillInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4714,7 +4740,7 @@ impl<'a> IndexFillInplace<'a> {
 }
 
 /// The builder of [`index_put`](crate::front::index_put); overloads:
-/// - `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1780)
+/// - `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1785)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexPut<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4740,7 +4766,7 @@ impl<'a> IndexPut<'a> {
 }
 
 /// The builder of [`index_put_`](crate::front::index_put_); overloads:
-/// - `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1785)
+/// - `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1790)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexPutInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4766,7 +4792,7 @@ impl<'a> IndexPutInplace<'a> {
 }
 
 /// The builder of [`count_nonzero`](crate::front::count_nonzero); overloads:
-/// - `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1814)
+/// - `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1819)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CountNonzero<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4790,7 +4816,7 @@ impl<'a> CountNonzero<'a> {
 }
 
 /// The builder of [`embedding`](crate::front::embedding); overloads:
-/// - `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1824)
+/// - `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1829)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Embedding<'a> {
     pub(crate) weight: &'a Tensor,
@@ -4837,7 +4863,7 @@ impl<'a> Embedding<'a> {
 }
 
 /// The builder of [`one_hot`](crate::front::one_hot); overloads:
-/// - `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1832)
+/// - `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1837)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct OneHot<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4861,8 +4887,8 @@ impl<'a> OneHot<'a> {
 }
 
 /// The builder of [`sort`](crate::front::sort); overloads:
-/// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
-/// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
+/// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
+/// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1846)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sort<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4905,7 +4931,7 @@ impl<'a> Sort<'a> {
 }
 
 /// The builder of [`argsort`](crate::front::argsort); overloads:
-/// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1846)
+/// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1851)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Argsort<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4937,7 +4963,7 @@ impl<'a> Argsort<'a> {
 }
 
 /// The builder of [`argsort_stable`](crate::front::argsort_stable); overloads:
-/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1851)
+/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1856)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ArgsortStable<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4970,7 +4996,7 @@ impl<'a> ArgsortStable<'a> {
 }
 
 /// The builder of [`topk`](crate::front::topk); overloads:
-/// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1856)
+/// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1861)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Topk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5011,7 +5037,7 @@ impl<'a> Topk<'a> {
 }
 
 /// The builder of [`kthvalue`](crate::front::kthvalue); overloads:
-/// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1861)
+/// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1866)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Kthvalue<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5044,7 +5070,7 @@ impl<'a> Kthvalue<'a> {
 }
 
 /// The builder of [`median_dim`](crate::front::median_dim); overloads:
-/// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1872)
+/// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1877)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MedianDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5069,7 +5095,7 @@ impl<'a> MedianDim<'a> {
 }
 
 /// The builder of [`_unique2`](crate::front::_unique2); overloads:
-/// - `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1887)
+/// - `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1892)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUnique2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5114,7 +5140,7 @@ impl<'a> PrivateUnique2<'a> {
 }
 
 /// The builder of [`norm`](crate::front::norm); overloads:
-/// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1891)
+/// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1896)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Norm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5138,7 +5164,7 @@ impl<'a> Norm<'a> {
 }
 
 /// The builder of [`norm_scalaropt_dim`](crate::front::norm_scalaropt_dim); overloads:
-/// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1897)
+/// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1902)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NormScalaroptDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5165,7 +5191,7 @@ impl<'a> NormScalaroptDim<'a> {
 }
 
 /// The builder of [`addmm`](crate::front::addmm); overloads:
-/// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1938)
+/// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1943)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5199,7 +5225,7 @@ impl<'a> Addmm<'a> {
 }
 
 /// The builder of [`baddbmm`](crate::front::baddbmm); overloads:
-/// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1945)
+/// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1950)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Baddbmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5239,7 +5265,7 @@ impl<'a> Baddbmm<'a> {
 }
 
 /// The builder of [`addbmm`](crate::front::addbmm); overloads:
-/// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1950)
+/// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1955)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addbmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5279,7 +5305,7 @@ impl<'a> Addbmm<'a> {
 }
 
 /// The builder of [`linear`](crate::front::linear); overloads:
-/// - `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1981)
+/// - `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1986)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linear<'a> {
     pub(crate) input: &'a Tensor,
@@ -5304,7 +5330,7 @@ impl<'a> Linear<'a> {
 }
 
 /// The builder of [`einsum`](crate::front::einsum); overloads:
-/// - `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1989)
+/// - `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1994)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Einsum<'a> {
     pub(crate) equation: &'a str,
@@ -5330,7 +5356,7 @@ impl<'a> Einsum<'a> {
 }
 
 /// The builder of [`conv1d`](crate::front::conv1d); overloads:
-/// - `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2001)
+/// - `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2006)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv1d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5398,7 +5424,7 @@ impl<'a> Conv1d<'a> {
 }
 
 /// The builder of [`conv2d`](crate::front::conv2d); overloads:
-/// - `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2005)
+/// - `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2010)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv2d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5466,7 +5492,7 @@ impl<'a> Conv2d<'a> {
 }
 
 /// The builder of [`conv3d`](crate::front::conv3d); overloads:
-/// - `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2009)
+/// - `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2014)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv3d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5534,7 +5560,7 @@ impl<'a> Conv3d<'a> {
 }
 
 /// The builder of [`conv1d_padding`](crate::front::conv1d_padding); overloads:
-/// - `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2013)
+/// - `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2018)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv1dPadding<'a> {
     pub(crate) input: &'a Tensor,
@@ -5601,7 +5627,7 @@ impl<'a> Conv1dPadding<'a> {
 }
 
 /// The builder of [`conv2d_padding`](crate::front::conv2d_padding); overloads:
-/// - `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2017)
+/// - `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2022)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv2dPadding<'a> {
     pub(crate) input: &'a Tensor,
@@ -5668,7 +5694,7 @@ impl<'a> Conv2dPadding<'a> {
 }
 
 /// The builder of [`conv3d_padding`](crate::front::conv3d_padding); overloads:
-/// - `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2021)
+/// - `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2026)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv3dPadding<'a> {
     pub(crate) input: &'a Tensor,
@@ -5735,7 +5761,7 @@ impl<'a> Conv3dPadding<'a> {
 }
 
 /// The builder of [`conv_transpose1d`](crate::front::conv_transpose1d); overloads:
-/// - `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2025)
+/// - `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2030)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConvTranspose1d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5813,7 +5839,7 @@ impl<'a> ConvTranspose1d<'a> {
 }
 
 /// The builder of [`conv_transpose2d`](crate::front::conv_transpose2d); overloads:
-/// - `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2029)
+/// - `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2034)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConvTranspose2d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5891,7 +5917,7 @@ impl<'a> ConvTranspose2d<'a> {
 }
 
 /// The builder of [`conv_transpose3d`](crate::front::conv_transpose3d); overloads:
-/// - `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2033)
+/// - `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2038)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConvTranspose3d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5969,7 +5995,7 @@ impl<'a> ConvTranspose3d<'a> {
 }
 
 /// The builder of [`max_pool1d`](crate::front::max_pool1d); overloads:
-/// - `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2037)
+/// - `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2042)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6029,7 +6055,7 @@ impl<'a> MaxPool1d<'a> {
 }
 
 /// The builder of [`max_pool2d`](crate::front::max_pool2d); overloads:
-/// - `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2041)
+/// - `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2046)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6089,7 +6115,7 @@ impl<'a> MaxPool2d<'a> {
 }
 
 /// The builder of [`max_pool3d`](crate::front::max_pool3d); overloads:
-/// - `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2045)
+/// - `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2050)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6149,7 +6175,7 @@ impl<'a> MaxPool3d<'a> {
 }
 
 /// The builder of [`max_pool1d_with_indices`](crate::front::max_pool1d_with_indices); overloads:
-/// - `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2049)
+/// - `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2054)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool1dWithIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6209,7 +6235,7 @@ impl<'a> MaxPool1dWithIndices<'a> {
 }
 
 /// The builder of [`max_pool2d_with_indices`](crate::front::max_pool2d_with_indices); overloads:
-/// - `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2053)
+/// - `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2058)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool2dWithIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6269,7 +6295,7 @@ impl<'a> MaxPool2dWithIndices<'a> {
 }
 
 /// The builder of [`max_pool3d_with_indices`](crate::front::max_pool3d_with_indices); overloads:
-/// - `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2061)
+/// - `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2066)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool3dWithIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6329,7 +6355,7 @@ impl<'a> MaxPool3dWithIndices<'a> {
 }
 
 /// The builder of [`avg_pool1d`](crate::front::avg_pool1d); overloads:
-/// - `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2065)
+/// - `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2070)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AvgPool1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6388,7 +6414,7 @@ impl<'a> AvgPool1d<'a> {
 }
 
 /// The builder of [`avg_pool2d`](crate::front::avg_pool2d); overloads:
-/// - `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2069)
+/// - `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2074)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AvgPool2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6457,7 +6483,7 @@ impl<'a> AvgPool2d<'a> {
 }
 
 /// The builder of [`avg_pool3d`](crate::front::avg_pool3d); overloads:
-/// - `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2073)
+/// - `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2078)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AvgPool3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6526,7 +6552,7 @@ impl<'a> AvgPool3d<'a> {
 }
 
 /// The builder of [`scaled_dot_product_attention`](crate::front::scaled_dot_product_attention); overloads:
-/// - `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2125)
+/// - `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2130)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScaledDotProductAttention<'a> {
     pub(crate) query: &'a Tensor,
@@ -6594,7 +6620,7 @@ impl<'a> ScaledDotProductAttention<'a> {
 }
 
 /// The builder of [`_native_multi_head_attention`](crate::front::_native_multi_head_attention); overloads:
-/// - `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2129)
+/// - `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2134)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateNativeMultiHeadAttention<'a> {
     pub(crate) query: &'a Tensor,
@@ -6679,7 +6705,7 @@ impl<'a> PrivateNativeMultiHeadAttention<'a> {
 }
 
 /// The builder of [`layer_norm`](crate::front::layer_norm); overloads:
-/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2140)
+/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2145)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LayerNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -6736,7 +6762,7 @@ impl<'a> LayerNorm<'a> {
 }
 
 /// The builder of [`group_norm`](crate::front::group_norm); overloads:
-/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2160)
+/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2165)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GroupNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -6792,7 +6818,7 @@ impl<'a> GroupNorm<'a> {
 }
 
 /// The builder of [`mse_loss`](crate::front::mse_loss); overloads:
-/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2165)
+/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2170)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MseLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6817,7 +6843,7 @@ impl<'a> MseLoss<'a> {
 }
 
 /// The builder of [`l1_loss`](crate::front::l1_loss); overloads:
-/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2169)
+/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2174)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct L1Loss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6842,7 +6868,7 @@ impl<'a> L1Loss<'a> {
 }
 
 /// The builder of [`smooth_l1_loss`](crate::front::smooth_l1_loss); overloads:
-/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2173)
+/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2178)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SmoothL1Loss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6875,7 +6901,7 @@ impl<'a> SmoothL1Loss<'a> {
 }
 
 /// The builder of [`huber_loss`](crate::front::huber_loss); overloads:
-/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2177)
+/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2182)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HuberLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6908,7 +6934,7 @@ impl<'a> HuberLoss<'a> {
 }
 
 /// The builder of [`binary_cross_entropy`](crate::front::binary_cross_entropy); overloads:
-/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2181)
+/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2186)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BinaryCrossEntropy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6941,7 +6967,7 @@ impl<'a> BinaryCrossEntropy<'a> {
 }
 
 /// The builder of [`binary_cross_entropy_with_logits`](crate::front::binary_cross_entropy_with_logits); overloads:
-/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2185)
+/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2190)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BinaryCrossEntropyWithLogits<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6988,7 +7014,7 @@ impl<'a> BinaryCrossEntropyWithLogits<'a> {
 }
 
 /// The builder of [`kl_div`](crate::front::kl_div); overloads:
-/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2189)
+/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2194)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct KlDiv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7021,7 +7047,7 @@ impl<'a> KlDiv<'a> {
 }
 
 /// The builder of [`margin_ranking_loss`](crate::front::margin_ranking_loss); overloads:
-/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2193)
+/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2198)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MarginRankingLoss<'a> {
     pub(crate) input1: &'a Tensor,
@@ -7055,7 +7081,7 @@ impl<'a> MarginRankingLoss<'a> {
 }
 
 /// The builder of [`cosine_embedding_loss`](crate::front::cosine_embedding_loss); overloads:
-/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2197)
+/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2202)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CosineEmbeddingLoss<'a> {
     pub(crate) input1: &'a Tensor,
@@ -7095,7 +7121,7 @@ impl<'a> CosineEmbeddingLoss<'a> {
 }
 
 /// The builder of [`triplet_margin_loss`](crate::front::triplet_margin_loss); overloads:
-/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2201)
+/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2206)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TripletMarginLoss<'a> {
     pub(crate) anchor: &'a Tensor,
@@ -7162,7 +7188,7 @@ impl<'a> TripletMarginLoss<'a> {
 }
 
 /// The builder of [`nll_loss`](crate::front::nll_loss); overloads:
-/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2205)
+/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2210)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7203,7 +7229,7 @@ impl<'a> NllLoss<'a> {
 }
 
 /// The builder of [`nll_loss2d`](crate::front::nll_loss2d); overloads:
-/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2209)
+/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2214)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7244,7 +7270,7 @@ impl<'a> NllLoss2d<'a> {
 }
 
 /// The builder of [`nll_loss_nd`](crate::front::nll_loss_nd); overloads:
-/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2213)
+/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2218)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLossNd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7285,7 +7311,7 @@ impl<'a> NllLossNd<'a> {
 }
 
 /// The builder of [`cross_entropy_loss`](crate::front::cross_entropy_loss); overloads:
-/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2217)
+/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2222)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CrossEntropyLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7341,7 +7367,7 @@ impl<'a> CrossEntropyLoss<'a> {
 }
 
 /// The builder of [`nan_to_num`](crate::front::nan_to_num); overloads:
-/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2333)
+/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2338)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7381,7 +7407,7 @@ impl<'a> NanToNum<'a> {
 }
 
 /// The builder of [`nan_to_num_`](crate::front::nan_to_num_); overloads:
-/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2338)
+/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2343)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNumInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7421,7 +7447,7 @@ impl<'a> NanToNumInplace<'a> {
 }
 
 /// The builder of [`clamp_`](crate::front::clamp_); overloads:
-/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2375)
+/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2380)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7453,7 +7479,7 @@ impl<'a> ClampInplace<'a> {
 }
 
 /// The builder of [`clamp_tensor`](crate::front::clamp_tensor); overloads:
-/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2384)
+/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2389)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7485,7 +7511,7 @@ impl<'a> ClampTensor<'a> {
 }
 
 /// The builder of [`clamp_tensor_`](crate::front::clamp_tensor_); overloads:
-/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2389)
+/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2394)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7517,8 +7543,8 @@ impl<'a> ClampTensorInplace<'a> {
 }
 
 /// The builder of [`clamp_min`](crate::front::clamp_min); overloads:
-/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2398)
-/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2403)
+/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2403)
+/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2408)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMin<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7544,8 +7570,8 @@ impl<'a> ClampMin<'a> {
 }
 
 /// The builder of [`clamp_min_`](crate::front::clamp_min_); overloads:
-/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2408)
-/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2413)
+/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2413)
+/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2418)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMinInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7574,8 +7600,8 @@ impl<'a> ClampMinInplace<'a> {
 }
 
 /// The builder of [`clamp_max`](crate::front::clamp_max); overloads:
-/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2426)
-/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2431)
+/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2431)
+/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2436)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7601,8 +7627,8 @@ impl<'a> ClampMax<'a> {
 }
 
 /// The builder of [`clamp_max_`](crate::front::clamp_max_); overloads:
-/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2436)
-/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2441)
+/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2441)
+/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2446)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMaxInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7631,7 +7657,7 @@ impl<'a> ClampMaxInplace<'a> {
 }
 
 /// The builder of [`celu`](crate::front::celu); overloads:
-/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2462)
+/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2467)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Celu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7655,7 +7681,7 @@ impl<'a> Celu<'a> {
 }
 
 /// The builder of [`celu_`](crate::front::celu_); overloads:
-/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2466)
+/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2471)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CeluInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7679,7 +7705,7 @@ impl<'a> CeluInplace<'a> {
 }
 
 /// The builder of [`glu`](crate::front::glu); overloads:
-/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2482)
+/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2487)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Glu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7703,8 +7729,8 @@ impl<'a> Glu<'a> {
 }
 
 /// The builder of [`copysign`](crate::front::copysign); overloads:
-/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2533)
-/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2547)
+/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2538)
+/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2552)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Copysign<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7733,8 +7759,8 @@ impl<'a> Copysign<'a> {
 }
 
 /// The builder of [`copysign_`](crate::front::copysign_); overloads:
-/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2538)
-/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2552)
+/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
+/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CopysignInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7763,8 +7789,8 @@ impl<'a> CopysignInplace<'a> {
 }
 
 /// The builder of [`floor_divide`](crate::front::floor_divide); overloads:
-/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2557)
-/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2571)
+/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2562)
+/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2576)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivide<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7793,8 +7819,8 @@ impl<'a> FloorDivide<'a> {
 }
 
 /// The builder of [`floor_divide_`](crate::front::floor_divide_); overloads:
-/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
-/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2576)
+/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
+/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2581)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivideInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7823,9 +7849,9 @@ impl<'a> FloorDivideInplace<'a> {
 }
 
 /// The builder of [`bitwise_and`](crate::front::bitwise_and); overloads:
-/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2581)
-/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2586)
-/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2591)
+/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2586)
+/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2591)
+/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2596)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAnd<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -7867,8 +7893,8 @@ impl<'a> BitwiseAnd<'a> {
 }
 
 /// The builder of [`bitwise_and_`](crate::front::bitwise_and_); overloads:
-/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
-/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2600)
+/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2600)
+/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2605)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAndInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7897,9 +7923,9 @@ impl<'a> BitwiseAndInplace<'a> {
 }
 
 /// The builder of [`bitwise_or`](crate::front::bitwise_or); overloads:
-/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2609)
-/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2614)
-/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2619)
+/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
+/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2619)
+/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2624)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOr<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -7941,8 +7967,8 @@ impl<'a> BitwiseOr<'a> {
 }
 
 /// The builder of [`bitwise_or_`](crate::front::bitwise_or_); overloads:
-/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
-/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
+/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
+/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2633)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOrInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7971,9 +7997,9 @@ impl<'a> BitwiseOrInplace<'a> {
 }
 
 /// The builder of [`bitwise_xor`](crate::front::bitwise_xor); overloads:
-/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2637)
-/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2642)
-/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2647)
+/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2642)
+/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2647)
+/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2652)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXor<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8015,8 +8041,8 @@ impl<'a> BitwiseXor<'a> {
 }
 
 /// The builder of [`bitwise_xor_`](crate::front::bitwise_xor_); overloads:
-/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2651)
-/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2656)
+/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2656)
+/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2661)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8045,9 +8071,9 @@ impl<'a> BitwiseXorInplace<'a> {
 }
 
 /// The builder of [`bitwise_left_shift`](crate::front::bitwise_left_shift); overloads:
-/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2665)
-/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2670)
-/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2675)
+/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2670)
+/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2675)
+/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2680)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8089,8 +8115,8 @@ impl<'a> BitwiseLeftShift<'a> {
 }
 
 /// The builder of [`bitwise_left_shift_`](crate::front::bitwise_left_shift_); overloads:
-/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2679)
-/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2684)
+/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2684)
+/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2689)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8125,9 +8151,9 @@ impl<'a> BitwiseLeftShiftInplace<'a> {
 }
 
 /// The builder of [`bitwise_right_shift`](crate::front::bitwise_right_shift); overloads:
-/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2697)
-/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2702)
-/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2707)
+/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2702)
+/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2707)
+/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2712)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8169,8 +8195,8 @@ impl<'a> BitwiseRightShift<'a> {
 }
 
 /// The builder of [`bitwise_right_shift_`](crate::front::bitwise_right_shift_); overloads:
-/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2711)
-/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2716)
+/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2716)
+/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2721)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8205,9 +8231,9 @@ impl<'a> BitwiseRightShiftInplace<'a> {
 }
 
 /// The builder of [`var_mean`](crate::front::var_mean); overloads:
-/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2739)
-/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2743)
-/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2747)
+/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2744)
+/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2748)
+/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2752)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct VarMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8276,9 +8302,9 @@ impl<'a> VarMean<'a> {
 }
 
 /// The builder of [`std_mean`](crate::front::std_mean); overloads:
-/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2751)
-/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2755)
-/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2759)
+/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2756)
+/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2760)
+/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2764)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct StdMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8347,8 +8373,8 @@ impl<'a> StdMean<'a> {
 }
 
 /// The builder of [`stft`](crate::front::stft); overloads:
-/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2881)
-/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2886)
+/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2886)
+/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2891)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Stft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8475,7 +8501,7 @@ impl<'a> Stft<'a> {
 }
 
 /// The builder of [`istft`](crate::front::istft); overloads:
-/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2891)
+/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2896)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Istft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8579,7 +8605,7 @@ impl<'a> Istft<'a> {
 }
 
 /// The builder of [`fft_fft`](crate::front::fft_fft); overloads:
-/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2908)
+/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2913)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8619,7 +8645,7 @@ impl<'a> FftFft<'a> {
 }
 
 /// The builder of [`fft_ifft`](crate::front::fft_ifft); overloads:
-/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2912)
+/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2917)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8659,7 +8685,7 @@ impl<'a> FftIfft<'a> {
 }
 
 /// The builder of [`fft_rfft`](crate::front::fft_rfft); overloads:
-/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2916)
+/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2921)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8699,7 +8725,7 @@ impl<'a> FftRfft<'a> {
 }
 
 /// The builder of [`fft_ihfft`](crate::front::fft_ihfft); overloads:
-/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2920)
+/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2925)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8739,7 +8765,7 @@ impl<'a> FftIhfft<'a> {
 }
 
 /// The builder of [`fft_fft2`](crate::front::fft_fft2); overloads:
-/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2924)
+/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2929)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8781,7 +8807,7 @@ impl<'a> FftFft2<'a> {
 }
 
 /// The builder of [`fft_ifft2`](crate::front::fft_ifft2); overloads:
-/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2928)
+/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2933)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8823,7 +8849,7 @@ impl<'a> FftIfft2<'a> {
 }
 
 /// The builder of [`fft_rfft2`](crate::front::fft_rfft2); overloads:
-/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2932)
+/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2937)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8865,7 +8891,7 @@ impl<'a> FftRfft2<'a> {
 }
 
 /// The builder of [`fft_ihfft2`](crate::front::fft_ihfft2); overloads:
-/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2936)
+/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8907,7 +8933,7 @@ impl<'a> FftIhfft2<'a> {
 }
 
 /// The builder of [`fft_fftn`](crate::front::fft_fftn); overloads:
-/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2940)
+/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8949,7 +8975,7 @@ impl<'a> FftFftn<'a> {
 }
 
 /// The builder of [`fft_ifftn`](crate::front::fft_ifftn); overloads:
-/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2944)
+/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8991,7 +9017,7 @@ impl<'a> FftIfftn<'a> {
 }
 
 /// The builder of [`fft_rfftn`](crate::front::fft_rfftn); overloads:
-/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2948)
+/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9033,7 +9059,7 @@ impl<'a> FftRfftn<'a> {
 }
 
 /// The builder of [`fft_ihfftn`](crate::front::fft_ihfftn); overloads:
-/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2952)
+/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9075,7 +9101,7 @@ impl<'a> FftIhfftn<'a> {
 }
 
 /// The builder of [`unbind_copy`](crate::front::unbind_copy); overloads:
-/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2976)
+/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2981)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnbindCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9099,7 +9125,7 @@ impl<'a> UnbindCopy<'a> {
 }
 
 /// The builder of [`expand_copy`](crate::front::expand_copy); overloads:
-/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2988)
+/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2993)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ExpandCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9125,7 +9151,7 @@ impl<'a> ExpandCopy<'a> {
 }
 
 /// The builder of [`diagonal_copy`](crate::front::diagonal_copy); overloads:
-/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2992)
+/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2997)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9165,7 +9191,7 @@ impl<'a> DiagonalCopy<'a> {
 }
 
 /// The builder of [`as_strided_copy`](crate::front::as_strided_copy); overloads:
-/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2996)
+/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3001)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9193,7 +9219,7 @@ impl<'a> AsStridedCopy<'a> {
 }
 
 /// The builder of [`split_with_sizes_copy`](crate::front::split_with_sizes_copy); overloads:
-/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3000)
+/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3005)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SplitWithSizesCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9219,7 +9245,7 @@ impl<'a> SplitWithSizesCopy<'a> {
 }
 
 /// The builder of [`new_zeros`](crate::front::new_zeros); overloads:
-/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3024)
+/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3029)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewZeros<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9269,7 +9295,7 @@ impl<'a> NewZeros<'a> {
 }
 
 /// The builder of [`new_ones`](crate::front::new_ones); overloads:
-/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3028)
+/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3033)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewOnes<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9319,7 +9345,7 @@ impl<'a> NewOnes<'a> {
 }
 
 /// The builder of [`new_empty`](crate::front::new_empty); overloads:
-/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3032)
+/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3037)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmpty<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9369,7 +9395,7 @@ impl<'a> NewEmpty<'a> {
 }
 
 /// The builder of [`new_full`](crate::front::new_full); overloads:
-/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3036)
+/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3041)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewFull<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9420,7 +9446,7 @@ impl<'a> NewFull<'a> {
 }
 
 /// The builder of [`new_empty_strided`](crate::front::new_empty_strided); overloads:
-/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3040)
+/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3045)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmptyStrided<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9472,7 +9498,7 @@ impl<'a> NewEmptyStrided<'a> {
 }
 
 /// The builder of [`empty_permuted`](crate::front::empty_permuted); overloads:
-/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3044)
+/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3049)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct EmptyPermuted<'a> {
     pub(crate) size: IntList<'a>,
@@ -9523,7 +9549,7 @@ impl<'a> EmptyPermuted<'a> {
 }
 
 /// The builder of [`scalar_tensor`](crate::front::scalar_tensor); overloads:
-/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3048)
+/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3053)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScalarTensor<'a> {
     pub(crate) s: Scalar,
@@ -9572,9 +9598,9 @@ impl<'a> ScalarTensor<'a> {
 }
 
 /// The builder of [`xlogy`](crate::front::xlogy); overloads:
-/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3084)
-/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3088)
-/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3092)
+/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3089)
+/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3093)
+/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3097)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Xlogy<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -9613,9 +9639,9 @@ impl<'a> Xlogy<'a> {
 }
 
 /// The builder of [`float_power`](crate::front::float_power); overloads:
-/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3108)
-/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3112)
-/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3116)
+/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3113)
+/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3117)
+/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3121)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloatPower<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -9657,7 +9683,7 @@ impl<'a> FloatPower<'a> {
 }
 
 /// The builder of [`isclose`](crate::front::isclose); overloads:
-/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3124)
+/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3129)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9704,7 +9730,7 @@ impl<'a> Isclose<'a> {
 }
 
 /// The builder of [`hardshrink`](crate::front::hardshrink); overloads:
-/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3128)
+/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3133)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Hardshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9728,7 +9754,7 @@ impl<'a> Hardshrink<'a> {
 }
 
 /// The builder of [`softshrink`](crate::front::softshrink); overloads:
-/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3132)
+/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3137)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Softshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9752,7 +9778,7 @@ impl<'a> Softshrink<'a> {
 }
 
 /// The builder of [`prod`](crate::front::prod); overloads:
-/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3136)
+/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3141)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Prod<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9776,7 +9802,7 @@ impl<'a> Prod<'a> {
 }
 
 /// The builder of [`nansum`](crate::front::nansum); overloads:
-/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3156)
+/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3161)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nansum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9817,7 +9843,7 @@ impl<'a> Nansum<'a> {
 }
 
 /// The builder of [`nanmean`](crate::front::nanmean); overloads:
-/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3160)
+/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3165)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanmean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9858,7 +9884,7 @@ impl<'a> Nanmean<'a> {
 }
 
 /// The builder of [`aminmax`](crate::front::aminmax); overloads:
-/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3164)
+/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3169)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Aminmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9890,7 +9916,7 @@ impl<'a> Aminmax<'a> {
 }
 
 /// The builder of [`addmv`](crate::front::addmv); overloads:
-/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3184)
+/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3189)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addmv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9924,7 +9950,7 @@ impl<'a> Addmv<'a> {
 }
 
 /// The builder of [`addr`](crate::front::addr); overloads:
-/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3188)
+/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3193)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9958,7 +9984,7 @@ impl<'a> Addr<'a> {
 }
 
 /// The builder of [`linalg_cross`](crate::front::linalg_cross); overloads:
-/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3192)
+/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3197)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9983,7 +10009,7 @@ impl<'a> LinalgCross<'a> {
 }
 
 /// The builder of [`cross`](crate::front::cross); overloads:
-/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3196)
+/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3201)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10008,7 +10034,7 @@ impl<'a> Cross<'a> {
 }
 
 /// The builder of [`dist`](crate::front::dist); overloads:
-/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3204)
+/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3209)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Dist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10033,7 +10059,7 @@ impl<'a> Dist<'a> {
 }
 
 /// The builder of [`pairwise_distance`](crate::front::pairwise_distance); overloads:
-/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3208)
+/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3213)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PairwiseDistance<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10074,7 +10100,7 @@ impl<'a> PairwiseDistance<'a> {
 }
 
 /// The builder of [`cosine_similarity`](crate::front::cosine_similarity); overloads:
-/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3212)
+/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3217)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CosineSimilarity<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10107,7 +10133,7 @@ impl<'a> CosineSimilarity<'a> {
 }
 
 /// The builder of [`cdist`](crate::front::cdist); overloads:
-/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3216)
+/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3221)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cdist<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10140,7 +10166,7 @@ impl<'a> Cdist<'a> {
 }
 
 /// The builder of [`pdist`](crate::front::pdist); overloads:
-/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3220)
+/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3225)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pdist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10164,7 +10190,7 @@ impl<'a> Pdist<'a> {
 }
 
 /// The builder of [`soft_margin_loss`](crate::front::soft_margin_loss); overloads:
-/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3224)
+/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3229)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SoftMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10189,7 +10215,7 @@ impl<'a> SoftMarginLoss<'a> {
 }
 
 /// The builder of [`hinge_embedding_loss`](crate::front::hinge_embedding_loss); overloads:
-/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3228)
+/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3233)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HingeEmbeddingLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10222,7 +10248,7 @@ impl<'a> HingeEmbeddingLoss<'a> {
 }
 
 /// The builder of [`rms_norm`](crate::front::rms_norm); overloads:
-/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3236)
+/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3241)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RmsNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -10256,7 +10282,7 @@ impl<'a> RmsNorm<'a> {
 }
 
 /// The builder of [`linalg_vector_norm`](crate::front::linalg_vector_norm); overloads:
-/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3244)
+/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3249)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVectorNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10311,7 +10337,7 @@ impl<'a> LinalgVectorNorm<'a> {
 }
 
 /// The builder of [`linalg_diagonal`](crate::front::linalg_diagonal); overloads:
-/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3248)
+/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3253)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgDiagonal<'a> {
     pub(crate) a_: &'a Tensor,
@@ -10351,7 +10377,7 @@ impl<'a> LinalgDiagonal<'a> {
 }
 
 /// The builder of [`diagflat`](crate::front::diagflat); overloads:
-/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3252)
+/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3257)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diagflat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10375,7 +10401,7 @@ impl<'a> Diagflat<'a> {
 }
 
 /// The builder of [`combinations`](crate::front::combinations); overloads:
-/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3264)
+/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3269)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Combinations<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10407,7 +10433,7 @@ impl<'a> Combinations<'a> {
 }
 
 /// The builder of [`diff`](crate::front::diff); overloads:
-/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3268)
+/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3273)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diff<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10455,7 +10481,7 @@ impl<'a> Diff<'a> {
 }
 
 /// The builder of [`trapezoid`](crate::front::trapezoid); overloads:
-/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3272)
+/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3277)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10480,7 +10506,7 @@ impl<'a> Trapezoid<'a> {
 }
 
 /// The builder of [`trapezoid_dx`](crate::front::trapezoid_dx); overloads:
-/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3276)
+/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3281)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10512,7 +10538,7 @@ impl<'a> TrapezoidDx<'a> {
 }
 
 /// The builder of [`trapz`](crate::front::trapz); overloads:
-/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3280)
+/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3285)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapz<'a> {
     pub(crate) y: &'a Tensor,
@@ -10537,7 +10563,7 @@ impl<'a> Trapz<'a> {
 }
 
 /// The builder of [`trapz_dx`](crate::front::trapz_dx); overloads:
-/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3284)
+/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3289)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapzDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10569,7 +10595,7 @@ impl<'a> TrapzDx<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid`](crate::front::cumulative_trapezoid); overloads:
-/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3288)
+/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3293)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10594,7 +10620,7 @@ impl<'a> CumulativeTrapezoid<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid_dx`](crate::front::cumulative_trapezoid_dx); overloads:
-/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3292)
+/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3297)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10626,7 +10652,7 @@ impl<'a> CumulativeTrapezoidDx<'a> {
 }
 
 /// The builder of [`tensor_split`](crate::front::tensor_split); overloads:
-/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3296)
+/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3301)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10651,7 +10677,7 @@ impl<'a> TensorSplit<'a> {
 }
 
 /// The builder of [`tensor_split_indices`](crate::front::tensor_split_indices); overloads:
-/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3300)
+/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3305)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10677,7 +10703,7 @@ impl<'a> TensorSplitIndices<'a> {
 }
 
 /// The builder of [`tensor_split_tensor_indices_or_sections`](crate::front::tensor_split_tensor_indices_or_sections); overloads:
-/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3304)
+/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3309)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitTensorIndicesOrSections<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10706,7 +10732,7 @@ impl<'a> TensorSplitTensorIndicesOrSections<'a> {
 }
 
 /// The builder of [`unsafe_split`](crate::front::unsafe_split); overloads:
-/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3332)
+/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3337)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10731,7 +10757,7 @@ impl<'a> UnsafeSplit<'a> {
 }
 
 /// The builder of [`unsafe_chunk`](crate::front::unsafe_chunk); overloads:
-/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3336)
+/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3341)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeChunk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10756,7 +10782,7 @@ impl<'a> UnsafeChunk<'a> {
 }
 
 /// The builder of [`take_along_dim`](crate::front::take_along_dim); overloads:
-/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3340)
+/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3345)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TakeAlongDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10781,10 +10807,10 @@ impl<'a> TakeAlongDim<'a> {
 }
 
 /// The builder of [`logspace`](crate::front::logspace); overloads:
-/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3361)
-/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4020)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4160)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4164)
+/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3366)
+/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4025)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4169)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4173)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Logspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -10890,7 +10916,7 @@ impl<'a> Logspace<'a> {
 }
 
 /// The builder of [`upsample_linear1d`](crate::front::upsample_linear1d); overloads:
-/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3529)
+/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3534)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleLinear1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10917,7 +10943,7 @@ impl<'a> UpsampleLinear1d<'a> {
 }
 
 /// The builder of [`isin`](crate::front::isin); overloads:
-/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3541)
+/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3546)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isin<'a> {
     pub(crate) elements: &'a Tensor,
@@ -10955,7 +10981,7 @@ impl<'a> Isin<'a> {
 }
 
 /// The builder of [`bucketize`](crate::front::bucketize); overloads:
-/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3545)
+/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3550)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bucketize<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10988,7 +11014,7 @@ impl<'a> Bucketize<'a> {
 }
 
 /// The builder of [`searchsorted`](crate::front::searchsorted); overloads:
-/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3549)
+/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3554)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Searchsorted<'a> {
     pub(crate) sorted_sequence: &'a Tensor,
@@ -11044,7 +11070,7 @@ impl<'a> Searchsorted<'a> {
 }
 
 /// The builder of [`diagonal_scatter`](crate::front::diagonal_scatter); overloads:
-/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3569)
+/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3574)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11085,7 +11111,7 @@ impl<'a> DiagonalScatter<'a> {
 }
 
 /// The builder of [`put`](crate::front::put); overloads:
-/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3573)
+/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3578)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Put<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11111,7 +11137,7 @@ impl<'a> Put<'a> {
 }
 
 /// The builder of [`nonzero_static`](crate::front::nonzero_static); overloads:
-/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3577)
+/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3582)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NonzeroStatic<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11136,7 +11162,7 @@ impl<'a> NonzeroStatic<'a> {
 }
 
 /// The builder of [`_safe_softmax`](crate::front::_safe_softmax); overloads:
-/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3581)
+/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3586)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSafeSoftmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11161,7 +11187,7 @@ impl<'a> PrivateSafeSoftmax<'a> {
 }
 
 /// The builder of [`bilinear`](crate::front::bilinear); overloads:
-/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3593)
+/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3598)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bilinear<'a> {
     pub(crate) input1: &'a Tensor,
@@ -11187,7 +11213,7 @@ impl<'a> Bilinear<'a> {
 }
 
 /// The builder of [`cov`](crate::front::cov); overloads:
-/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3597)
+/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3602)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cov<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11227,7 +11253,7 @@ impl<'a> Cov<'a> {
 }
 
 /// The builder of [`bincount`](crate::front::bincount); overloads:
-/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3609)
+/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3614)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bincount<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11259,7 +11285,7 @@ impl<'a> Bincount<'a> {
 }
 
 /// The builder of [`histc`](crate::front::histc); overloads:
-/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3613)
+/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3618)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histc<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11304,7 +11330,7 @@ impl<'a> Histc<'a> {
 }
 
 /// The builder of [`triu_indices`](crate::front::triu_indices); overloads:
-/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3617)
+/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3622)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriuIndices<'a> {
     pub(crate) row: i64,
@@ -11370,7 +11396,7 @@ impl<'a> TriuIndices<'a> {
 }
 
 /// The builder of [`tril_indices`](crate::front::tril_indices); overloads:
-/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3621)
+/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3626)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrilIndices<'a> {
     pub(crate) row: i64,
@@ -11436,7 +11462,7 @@ impl<'a> TrilIndices<'a> {
 }
 
 /// The builder of [`fft_fftshift`](crate::front::fft_fftshift); overloads:
-/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3643)
+/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3648)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11461,7 +11487,7 @@ impl<'a> FftFftshift<'a> {
 }
 
 /// The builder of [`fft_ifftshift`](crate::front::fft_ifftshift); overloads:
-/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3647)
+/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3652)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11486,7 +11512,7 @@ impl<'a> FftIfftshift<'a> {
 }
 
 /// The builder of [`linalg_vecdot`](crate::front::linalg_vecdot); overloads:
-/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3651)
+/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3656)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVecdot<'a> {
     pub(crate) x: &'a Tensor,
@@ -11511,7 +11537,7 @@ impl<'a> LinalgVecdot<'a> {
 }
 
 /// The builder of [`linalg_vander`](crate::front::linalg_vander); overloads:
-/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3655)
+/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3660)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVander<'a> {
     pub(crate) x: &'a Tensor,
@@ -11535,7 +11561,7 @@ impl<'a> LinalgVander<'a> {
 }
 
 /// The builder of [`quantile`](crate::front::quantile); overloads:
-/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3667)
+/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3672)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Quantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11576,7 +11602,7 @@ impl<'a> Quantile<'a> {
 }
 
 /// The builder of [`quantile_scalar`](crate::front::quantile_scalar); overloads:
-/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3671)
+/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3676)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct QuantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11623,7 +11649,7 @@ impl<'a> QuantileScalar<'a> {
 }
 
 /// The builder of [`nanquantile`](crate::front::nanquantile); overloads:
-/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3675)
+/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3680)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanquantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11664,7 +11690,7 @@ impl<'a> Nanquantile<'a> {
 }
 
 /// The builder of [`nanquantile_scalar`](crate::front::nanquantile_scalar); overloads:
-/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3679)
+/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3684)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanquantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11711,7 +11737,7 @@ impl<'a> NanquantileScalar<'a> {
 }
 
 /// The builder of [`nanmedian_dim`](crate::front::nanmedian_dim); overloads:
-/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3687)
+/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3692)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanmedianDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11736,7 +11762,7 @@ impl<'a> NanmedianDim<'a> {
 }
 
 /// The builder of [`mode`](crate::front::mode); overloads:
-/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3691)
+/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3696)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Mode<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11768,7 +11794,7 @@ impl<'a> Mode<'a> {
 }
 
 /// The builder of [`scatter_reduce_two`](crate::front::scatter_reduce_two); overloads:
-/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3695)
+/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3700)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScatterReduceTwo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11796,7 +11822,7 @@ impl<'a> ScatterReduceTwo<'a> {
 }
 
 /// The builder of [`index_reduce`](crate::front::index_reduce); overloads:
-/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3699)
+/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3704)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexReduce<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11824,7 +11850,7 @@ impl<'a> IndexReduce<'a> {
 }
 
 /// The builder of [`upsample_nearest1d`](crate::front::upsample_nearest1d); overloads:
-/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3713)
+/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3718)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleNearest1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11850,7 +11876,7 @@ impl<'a> UpsampleNearest1d<'a> {
 }
 
 /// The builder of [`linalg_lu_factor_ex`](crate::front::linalg_lu_factor_ex); overloads:
-/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3728)
+/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3733)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactorEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -11882,7 +11908,7 @@ impl<'a> LinalgLuFactorEx<'a> {
 }
 
 /// The builder of [`linalg_lu_solve`](crate::front::linalg_lu_solve); overloads:
-/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3732)
+/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3737)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuSolve<'a> {
     pub(crate) lu: &'a Tensor,
@@ -11916,7 +11942,7 @@ impl<'a> LinalgLuSolve<'a> {
 }
 
 /// The builder of [`linalg_solve_triangular`](crate::front::linalg_solve_triangular); overloads:
-/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3736)
+/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3741)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveTriangular<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11956,7 +11982,7 @@ impl<'a> LinalgSolveTriangular<'a> {
 }
 
 /// The builder of [`linalg_cholesky_ex`](crate::front::linalg_cholesky_ex); overloads:
-/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3740)
+/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3745)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholeskyEx<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11988,7 +12014,7 @@ impl<'a> LinalgCholeskyEx<'a> {
 }
 
 /// The builder of [`linalg_qr`](crate::front::linalg_qr); overloads:
-/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3748)
+/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3753)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgQr<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12012,7 +12038,7 @@ impl<'a> LinalgQr<'a> {
 }
 
 /// The builder of [`linalg_eigh`](crate::front::linalg_eigh); overloads:
-/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3752)
+/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3757)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12036,7 +12062,7 @@ impl<'a> LinalgEigh<'a> {
 }
 
 /// The builder of [`_linalg_svd`](crate::front::_linalg_svd); overloads:
-/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3756)
+/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3761)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12076,7 +12102,7 @@ impl<'a> PrivateLinalgSvd<'a> {
 }
 
 /// The builder of [`linalg_lu_factor`](crate::front::linalg_lu_factor); overloads:
-/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3760)
+/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3765)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactor<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12100,7 +12126,7 @@ impl<'a> LinalgLuFactor<'a> {
 }
 
 /// The builder of [`_lu_with_info`](crate::front::_lu_with_info); overloads:
-/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3764)
+/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3769)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLuWithInfo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12132,7 +12158,7 @@ impl<'a> PrivateLuWithInfo<'a> {
 }
 
 /// The builder of [`linalg_lu`](crate::front::linalg_lu); overloads:
-/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3768)
+/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3773)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLu<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12156,7 +12182,7 @@ impl<'a> LinalgLu<'a> {
 }
 
 /// The builder of [`lu_unpack`](crate::front::lu_unpack); overloads:
-/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3772)
+/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3777)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LuUnpack<'a> {
     pub(crate) lu_data: &'a Tensor,
@@ -12189,7 +12215,7 @@ impl<'a> LuUnpack<'a> {
 }
 
 /// The builder of [`linalg_solve_ex`](crate::front::linalg_solve_ex); overloads:
-/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3780)
+/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3785)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12222,7 +12248,7 @@ impl<'a> LinalgSolveEx<'a> {
 }
 
 /// The builder of [`linalg_solve`](crate::front::linalg_solve); overloads:
-/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3784)
+/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3789)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolve<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12247,7 +12273,7 @@ impl<'a> LinalgSolve<'a> {
 }
 
 /// The builder of [`linalg_inv_ex`](crate::front::linalg_inv_ex); overloads:
-/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3788)
+/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3793)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgInvEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12271,7 +12297,7 @@ impl<'a> LinalgInvEx<'a> {
 }
 
 /// The builder of [`linalg_cholesky`](crate::front::linalg_cholesky); overloads:
-/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3820)
+/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3825)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholesky<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12295,7 +12321,7 @@ impl<'a> LinalgCholesky<'a> {
 }
 
 /// The builder of [`cholesky_solve`](crate::front::cholesky_solve); overloads:
-/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3824)
+/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3829)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskySolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12320,7 +12346,7 @@ impl<'a> CholeskySolve<'a> {
 }
 
 /// The builder of [`cholesky_inverse`](crate::front::cholesky_inverse); overloads:
-/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3828)
+/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3833)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskyInverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12344,7 +12370,7 @@ impl<'a> CholeskyInverse<'a> {
 }
 
 /// The builder of [`triangular_solve`](crate::front::triangular_solve); overloads:
-/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3832)
+/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3837)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriangularSolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12391,7 +12417,7 @@ impl<'a> TriangularSolve<'a> {
 }
 
 /// The builder of [`ormqr`](crate::front::ormqr); overloads:
-/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3844)
+/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3849)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Ormqr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12425,7 +12451,7 @@ impl<'a> Ormqr<'a> {
 }
 
 /// The builder of [`linalg_svd`](crate::front::linalg_svd); overloads:
-/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3848)
+/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3853)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12457,7 +12483,7 @@ impl<'a> LinalgSvd<'a> {
 }
 
 /// The builder of [`svd`](crate::front::svd); overloads:
-/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3852)
+/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3857)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Svd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12489,7 +12515,7 @@ impl<'a> Svd<'a> {
 }
 
 /// The builder of [`linalg_svdvals`](crate::front::linalg_svdvals); overloads:
-/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3856)
+/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3861)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvdvals<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12513,7 +12539,7 @@ impl<'a> LinalgSvdvals<'a> {
 }
 
 /// The builder of [`linalg_eigvalsh`](crate::front::linalg_eigvalsh); overloads:
-/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3860)
+/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3865)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigvalsh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12537,7 +12563,7 @@ impl<'a> LinalgEigvalsh<'a> {
 }
 
 /// The builder of [`linalg_pinv`](crate::front::linalg_pinv); overloads:
-/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3864)
+/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3869)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12562,7 +12588,7 @@ impl<'a> LinalgPinv<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_float`](crate::front::linalg_pinv_atol_rtol_float); overloads:
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3868)
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3873)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12602,7 +12628,7 @@ impl<'a> LinalgPinvAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_tensor`](crate::front::linalg_pinv_atol_rtol_tensor); overloads:
-/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3872)
+/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3877)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12642,7 +12668,7 @@ impl<'a> LinalgPinvAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_pinv_rcond_tensor`](crate::front::linalg_pinv_rcond_tensor); overloads:
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3876)
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3881)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvRcondTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12667,7 +12693,7 @@ impl<'a> LinalgPinvRcondTensor<'a> {
 }
 
 /// The builder of [`pinverse`](crate::front::pinverse); overloads:
-/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3880)
+/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3885)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pinverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12691,7 +12717,7 @@ impl<'a> Pinverse<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank`](crate::front::linalg_matrix_rank); overloads:
-/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3884)
+/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3889)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRank<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12716,7 +12742,7 @@ impl<'a> LinalgMatrixRank<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_tol_tensor`](crate::front::linalg_matrix_rank_tol_tensor); overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3888)
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3893)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankTolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12741,7 +12767,7 @@ impl<'a> LinalgMatrixRankTolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_tensor`](crate::front::linalg_matrix_rank_atol_rtol_tensor); overloads:
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3892)
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3897)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12781,7 +12807,7 @@ impl<'a> LinalgMatrixRankAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_float`](crate::front::linalg_matrix_rank_atol_rtol_float); overloads:
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3896)
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12821,7 +12847,7 @@ impl<'a> LinalgMatrixRankAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm`](crate::front::linalg_matrix_norm); overloads:
-/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3900)
+/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3905)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12869,7 +12895,7 @@ impl<'a> LinalgMatrixNorm<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm_str_ord`](crate::front::linalg_matrix_norm_str_ord); overloads:
-/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3904)
+/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3909)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNormStrOrd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12924,7 +12950,7 @@ impl<'a> LinalgMatrixNormStrOrd<'a> {
 }
 
 /// The builder of [`linalg_norm`](crate::front::linalg_norm); overloads:
-/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3908)
+/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3913)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12973,7 +12999,7 @@ impl<'a> LinalgNorm<'a> {
 }
 
 /// The builder of [`linalg_norm_ord_str`](crate::front::linalg_norm_ord_str); overloads:
-/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3912)
+/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3917)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNormOrdStr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13015,7 +13041,7 @@ impl<'a> LinalgNormOrdStr<'a> {
 }
 
 /// The builder of [`linalg_cond`](crate::front::linalg_cond); overloads:
-/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3916)
+/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3921)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCond<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13039,7 +13065,7 @@ impl<'a> LinalgCond<'a> {
 }
 
 /// The builder of [`linalg_tensorinv`](crate::front::linalg_tensorinv); overloads:
-/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3924)
+/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3929)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13063,7 +13089,7 @@ impl<'a> LinalgTensorinv<'a> {
 }
 
 /// The builder of [`linalg_tensorsolve`](crate::front::linalg_tensorsolve); overloads:
-/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3928)
+/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3933)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorsolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13089,7 +13115,7 @@ impl<'a> LinalgTensorsolve<'a> {
 }
 
 /// The builder of [`linalg_lstsq`](crate::front::linalg_lstsq); overloads:
-/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3940)
+/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3945)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLstsq<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13122,7 +13148,7 @@ impl<'a> LinalgLstsq<'a> {
 }
 
 /// The builder of [`cauchy_`](crate::front::cauchy_); overloads:
-/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3946)
+/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3951)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CauchyInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13162,7 +13188,7 @@ impl<'a> CauchyInplace<'a> {
 }
 
 /// The builder of [`geometric_`](crate::front::geometric_); overloads:
-/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3951)
+/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3956)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GeometricInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13187,7 +13213,7 @@ impl<'a> GeometricInplace<'a> {
 }
 
 /// The builder of [`log_normal_`](crate::front::log_normal_); overloads:
-/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3956)
+/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3961)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LogNormalInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13227,7 +13253,7 @@ impl<'a> LogNormalInplace<'a> {
 }
 
 /// The builder of [`randint_like`](crate::front::randint_like); overloads:
-/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3961)
+/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3966)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLike<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13284,7 +13310,7 @@ impl<'a> RandintLike<'a> {
 }
 
 /// The builder of [`randint_like_tensor`](crate::front::randint_like_tensor); overloads:
-/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3965)
+/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3970)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13341,7 +13367,7 @@ impl<'a> RandintLikeTensor<'a> {
 }
 
 /// The builder of [`randint_like_low_dtype`](crate::front::randint_like_low_dtype); overloads:
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3969)
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3974)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeLowDtype<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13399,7 +13425,7 @@ impl<'a> RandintLikeLowDtype<'a> {
 }
 
 /// The builder of [`rrelu`](crate::front::rrelu); overloads:
-/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3973)
+/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3978)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Rrelu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13453,7 +13479,7 @@ impl<'a> Rrelu<'a> {
 }
 
 /// The builder of [`allclose`](crate::front::allclose); overloads:
-/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4011)
+/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4016)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Allclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13500,7 +13526,7 @@ impl<'a> Allclose<'a> {
 }
 
 /// The builder of [`rnn_tanh_cell`](crate::front::rnn_tanh_cell); overloads:
-/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4040)
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4045)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnTanhCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13535,7 +13561,7 @@ impl<'a> RnnTanhCell<'a> {
 }
 
 /// The builder of [`rnn_relu_cell`](crate::front::rnn_relu_cell); overloads:
-/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4044)
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4049)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnReluCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13570,7 +13596,7 @@ impl<'a> RnnReluCell<'a> {
 }
 
 /// The builder of [`gru_cell`](crate::front::gru_cell); overloads:
-/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4048)
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4053)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GruCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13605,7 +13631,7 @@ impl<'a> GruCell<'a> {
 }
 
 /// The builder of [`lstm_cell`](crate::front::lstm_cell); overloads:
-/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4052)
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4057)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LstmCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13640,7 +13666,7 @@ impl<'a> LstmCell<'a> {
 }
 
 /// The builder of [`as_strided_scatter`](crate::front::as_strided_scatter); overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4060)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4065)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13669,7 +13695,7 @@ impl<'a> AsStridedScatter<'a> {
 }
 
 /// The builder of [`multi_margin_loss`](crate::front::multi_margin_loss); overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4088)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4097)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultiMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13725,7 +13751,7 @@ impl<'a> MultiMarginLoss<'a> {
 }
 
 /// The builder of [`multilabel_margin_loss`](crate::front::multilabel_margin_loss); overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4092)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4101)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultilabelMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13750,7 +13776,7 @@ impl<'a> MultilabelMarginLoss<'a> {
 }
 
 /// The builder of [`unique_consecutive`](crate::front::unique_consecutive); overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4096)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4105)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UniqueConsecutive<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13795,7 +13821,7 @@ impl<'a> UniqueConsecutive<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact1d`](crate::front::_upsample_nearest_exact1d); overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4123)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13821,7 +13847,7 @@ impl<'a> PrivateUpsampleNearestExact1d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact2d`](crate::front::_upsample_nearest_exact2d); overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4118)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4127)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13855,7 +13881,7 @@ impl<'a> PrivateUpsampleNearestExact2d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact3d`](crate::front::_upsample_nearest_exact3d); overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4122)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4131)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13897,7 +13923,7 @@ impl<'a> PrivateUpsampleNearestExact3d<'a> {
 }
 
 /// The builder of [`fft_irfft`](crate::front::fft_irfft); overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4128)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4137)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13937,7 +13963,7 @@ impl<'a> FftIrfft<'a> {
 }
 
 /// The builder of [`fft_irfft2`](crate::front::fft_irfft2); overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4132)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4141)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13979,7 +14005,7 @@ impl<'a> FftIrfft2<'a> {
 }
 
 /// The builder of [`fft_irfftn`](crate::front::fft_irfftn); overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4136)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4145)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14021,7 +14047,7 @@ impl<'a> FftIrfftn<'a> {
 }
 
 /// The builder of [`fft_hfft`](crate::front::fft_hfft); overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4140)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4149)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14061,7 +14087,7 @@ impl<'a> FftHfft<'a> {
 }
 
 /// The builder of [`fft_hfft2`](crate::front::fft_hfft2); overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4144)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4153)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14103,7 +14129,7 @@ impl<'a> FftHfft2<'a> {
 }
 
 /// The builder of [`fft_hfftn`](crate::front::fft_hfftn); overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4148)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4157)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14145,7 +14171,7 @@ impl<'a> FftHfftn<'a> {
 }
 
 /// The builder of [`gradient`](crate::front::gradient); overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4168)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4177)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gradient<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14185,7 +14211,7 @@ impl<'a> Gradient<'a> {
 }
 
 /// The builder of [`histogram`](crate::front::histogram); overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4172)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4181)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogram<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14233,7 +14259,7 @@ impl<'a> Histogram<'a> {
 }
 
 /// The builder of [`histogramdd`](crate::front::histogramdd); overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4176)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4185)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogramdd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14275,7 +14301,7 @@ impl<'a> Histogramdd<'a> {
 }
 
 /// The builder of [`histogramdd_int_bins`](crate::front::histogramdd_int_bins); overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4180)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4189)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddIntBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14316,7 +14342,7 @@ impl<'a> HistogramddIntBins<'a> {
 }
 
 /// The builder of [`histogram_bins_tensor`](crate::front::histogram_bins_tensor); overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4184)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4193)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramBinsTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14349,7 +14375,7 @@ impl<'a> HistogramBinsTensor<'a> {
 }
 
 /// The builder of [`histogramdd_tensorlist_bins`](crate::front::histogramdd_tensorlist_bins); overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4188)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4197)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddTensorlistBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14396,7 +14422,7 @@ impl<'a> HistogramddTensorlistBins<'a> {
 }
 
 /// The builder of [`upsample_trilinear3d`](crate::front::upsample_trilinear3d); overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4202)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4211)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleTrilinear3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14439,7 +14465,7 @@ impl<'a> UpsampleTrilinear3d<'a> {
 }
 
 /// The builder of [`upsample_bicubic2d`](crate::front::upsample_bicubic2d); overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4206)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4215)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleBicubic2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14474,7 +14500,7 @@ impl<'a> UpsampleBicubic2d<'a> {
 }
 
 /// The builder of [`segment_reduce`](crate::front::segment_reduce); overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4210)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4219)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SegmentReduce<'a> {
     pub(crate) data: &'a Tensor,
@@ -14548,7 +14574,7 @@ impl<'a> SegmentReduce<'a> {
 }
 
 /// The builder of [`_sparse_coo_tensor_with_dims_and_tensors`](crate::front::_sparse_coo_tensor_with_dims_and_tensors); overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4216)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4225)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseCooTensorWithDimsAndTensors<'a> {
     pub(crate) sparse_dim: i64,
@@ -14632,7 +14658,7 @@ impl<'a> PrivateSparseCooTensorWithDimsAndTensors<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor`](crate::front::sparse_coo_tensor); overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4220)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4229)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensor<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14700,7 +14726,7 @@ impl<'a> SparseCooTensor<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_indices`](crate::front::sparse_coo_tensor_indices); overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4224)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4233)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorIndices<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14765,7 +14791,7 @@ impl<'a> SparseCooTensorIndices<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_size`](crate::front::sparse_coo_tensor_size); overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4228)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4237)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorSize<'a> {
     pub(crate) size: IntList<'a>,
@@ -14814,7 +14840,7 @@ impl<'a> SparseCooTensorSize<'a> {
 }
 
 /// The builder of [`to_dense`](crate::front::to_dense); overloads:
-/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4288)
+/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4297)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14846,7 +14872,7 @@ impl<'a> ToDense<'a> {
 }
 
 /// The builder of [`_to_dense`](crate::front::_to_dense); overloads:
-/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4293)
+/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4302)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14878,7 +14904,7 @@ impl<'a> PrivateToDense<'a> {
 }
 
 /// The builder of [`to_dense_backward`](crate::front::to_dense_backward); overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4299)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4308)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDenseBackward<'a> {
     pub(crate) grad: &'a Tensor,
@@ -14903,7 +14929,7 @@ impl<'a> ToDenseBackward<'a> {
 }
 
 /// The builder of [`to_sparse`](crate::front::to_sparse); overloads:
-/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4308)
+/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4317)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14944,7 +14970,7 @@ impl<'a> ToSparse<'a> {
 }
 
 /// The builder of [`_sparse_addmm`](crate::front::_sparse_addmm); overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4337)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4346)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseAddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14984,7 +15010,7 @@ impl<'a> PrivateSparseAddmm<'a> {
 }
 
 /// The builder of [`sspaddmm`](crate::front::sspaddmm); overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4349)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4358)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sspaddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15024,7 +15050,7 @@ impl<'a> Sspaddmm<'a> {
 }
 
 /// The builder of [`_sparse_softmax_int`](crate::front::_sparse_softmax_int); overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4354)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4363)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15049,7 +15075,7 @@ impl<'a> PrivateSparseSoftmaxInt<'a> {
 }
 
 /// The builder of [`_sparse_log_softmax_int`](crate::front::_sparse_log_softmax_int); overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4366)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4375)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseLogSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15074,7 +15100,7 @@ impl<'a> PrivateSparseLogSoftmaxInt<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor`](crate::front::sparse_csr_tensor); overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4382)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4391)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensor<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15135,7 +15161,7 @@ impl<'a> SparseCsrTensor<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor_crow_col_value`](crate::front::sparse_csr_tensor_crow_col_value); overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4386)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4395)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensorCrowColValue<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15195,7 +15221,7 @@ impl<'a> SparseCsrTensorCrowColValue<'a> {
 }
 
 /// The builder of [`to_sparse_csr`](crate::front::to_sparse_csr); overloads:
-/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4400)
+/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4409)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15219,7 +15245,7 @@ impl<'a> ToSparseCsr<'a> {
 }
 
 /// The builder of [`_to_sparse_csr`](crate::front::_to_sparse_csr); overloads:
-/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4405)
+/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4414)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15243,7 +15269,7 @@ impl<'a> PrivateToSparseCsr<'a> {
 }
 
 /// The builder of [`_foreach_add_list`](crate::front::_foreach_add_list); overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4424)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4433)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddList<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15268,7 +15294,7 @@ impl<'a> PrivateForeachAddList<'a> {
 }
 
 /// The builder of [`_foreach_add_list_`](crate::front::_foreach_add_list_); overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4429)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4438)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddListInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15293,7 +15319,7 @@ impl<'a> PrivateForeachAddListInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcmul`](crate::front::_foreach_addcmul); overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4464)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4473)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmul<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15324,7 +15350,7 @@ impl<'a> PrivateForeachAddcmul<'a> {
 }
 
 /// The builder of [`_foreach_addcmul_`](crate::front::_foreach_addcmul_); overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4469)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4478)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmulInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15355,7 +15381,7 @@ impl<'a> PrivateForeachAddcmulInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv`](crate::front::_foreach_addcdiv); overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4474)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4483)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdiv<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15386,7 +15412,7 @@ impl<'a> PrivateForeachAddcdiv<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv_`](crate::front::_foreach_addcdiv_); overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4479)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4488)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdivInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15417,7 +15443,7 @@ impl<'a> PrivateForeachAddcdivInplace<'a> {
 }
 
 /// The builder of [`_foreach_copy_`](crate::front::_foreach_copy_); overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4529)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4538)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachCopyInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15442,7 +15468,7 @@ impl<'a> PrivateForeachCopyInplace<'a> {
 }
 
 /// The builder of [`_foreach_norm`](crate::front::_foreach_norm); overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4534)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4543)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachNorm<'a> {
     pub(crate) self_: TensorList<'a>,

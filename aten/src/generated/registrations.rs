@@ -317,6 +317,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::stack::SCHEMA).expect("generated schema parses");
     d.def(handles::stack_out::SCHEMA).expect("generated schema parses");
     d.def(handles::split_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::split_sizes::SCHEMA).expect("generated schema parses");
     d.def(handles::split_with_sizes::SCHEMA).expect("generated schema parses");
     d.def(handles::chunk::SCHEMA).expect("generated schema parses");
     d.def(handles::unbind_int::SCHEMA).expect("generated schema parses");
@@ -908,6 +909,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::_unsafe_masked_index::SCHEMA).expect("generated schema parses");
     d.def(handles::_unsafe_masked_index_put_accumulate::SCHEMA).expect("generated schema parses");
     d.def(handles::im2col::SCHEMA).expect("generated schema parses");
+    d.def(handles::col2im::SCHEMA).expect("generated schema parses");
     d.def(handles::linalg_matrix_sqrth::SCHEMA).expect("generated schema parses");
     d.def(handles::linalg_polar::SCHEMA).expect("generated schema parses");
     d.def(handles::multi_margin_loss::SCHEMA).expect("generated schema parses");
@@ -9468,6 +9470,14 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::split_sizes::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::split_sizes::kernel(|_ks, self_, split_size, dim| {
+            crate::native::composite::split_sizes(self_, split_size, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::chunk::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::chunk::kernel(|_ks, self_, chunks, dim| crate::native::join::chunk(self_, chunks, dim)),
@@ -11846,6 +11856,14 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeImplicitAutograd,
         handles::im2col::kernel(|_ks, self_, kernel_size, dilation, padding, stride| {
             crate::native::composite::im2col(self_, kernel_size, dilation, padding, stride)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::col2im::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::col2im::kernel(|_ks, self_, output_size, kernel_size, dilation, padding, stride| {
+            crate::native::composite::col2im(self_, output_size, kernel_size, dilation, padding, stride)
         }),
     )
     .expect("generated registration");

@@ -3056,6 +3056,39 @@ pub fn _unsafe_masked_index_put_accumulate(
     ops::index_put(self_, &clamped_indices(self_, indices)?, &masked, true)
 }
 
+/// A 2-element size argument (one value stands for both).
+fn pair(op: &str, name: &str, v: &[i64]) -> Result<[i64; 2]> {
+    match v {
+        [a] => Ok([*a, *a]),
+        [a, b] => Ok([*a, *b]),
+        _ => Err(Error::invalid(op, format!("It is expected {name} equals to 2, but got size {}", v.len()))),
+    }
+}
+
+/// The kernel size, dilation, padding and stride of `im2col`/`col2im`, checked as PyTorch checks
+/// them.
+fn sliding_geometry(
+    op: &str,
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<[[i64; 2]; 4]> {
+    let (k, d, p, s) = (
+        pair(op, "kernel_size", kernel_size)?,
+        pair(op, "dilation", dilation)?,
+        pair(op, "padding", padding)?,
+        pair(op, "stride", stride)?,
+    );
+    if k.iter().any(|&v| v <= 0) || d.iter().any(|&v| v <= 0) || s.iter().any(|&v| v <= 0) || p.iter().any(|&v| v < 0) {
+        return Err(Error::invalid(
+            op,
+            format!("kernel size, dilation and stride should be greater than zero and padding non-negative, but got kernel_size={k:?} dilation={d:?} padding={p:?} stride={s:?}"),
+        ));
+    }
+    Ok([k, d, p, s])
+}
+
 /// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor`:
 /// the sliding blocks of a `[N, C, H, W]` (or `[C, H, W]`) input as columns,
 /// `[N, C * kh * kw, L]`, written with slices so autograd differentiates it.
@@ -3067,25 +3100,7 @@ pub fn im2col(
     stride: &[i64],
 ) -> Result<Tensor> {
     const OP: &str = "im2col";
-    let two = |name: &str, v: &[i64]| -> Result<[i64; 2]> {
-        match v {
-            [a] => Ok([*a, *a]),
-            [a, b] => Ok([*a, *b]),
-            _ => Err(Error::invalid(OP, format!("It is expected {name} equals to 2, but got size {}", v.len()))),
-        }
-    };
-    let (k, d, p, s) = (
-        two("kernel_size", kernel_size)?,
-        two("dilation", dilation)?,
-        two("padding", padding)?,
-        two("stride", stride)?,
-    );
-    if k.iter().any(|&v| v <= 0) || d.iter().any(|&v| v <= 0) || s.iter().any(|&v| v <= 0) || p.iter().any(|&v| v < 0) {
-        return Err(Error::invalid(
-            OP,
-            format!("kernel size, dilation and stride should be greater than zero and padding non-negative, but got kernel_size={k:?} dilation={d:?} padding={p:?} stride={s:?}"),
-        ));
-    }
+    let [k, d, p, s] = sliding_geometry(OP, kernel_size, dilation, padding, stride)?;
     let batched = match self_.dim() {
         4 => true,
         3 => false,
@@ -3122,6 +3137,93 @@ pub fn im2col(
         Ok(cols)
     } else {
         ops::squeeze_dim(&cols, 0)
+    }
+}
+
+/// `split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]`: `split`
+/// given a list of sizes (what TorchScript calls for `x.split([2, 3])`), `split_with_sizes`.
+pub fn split_sizes(self_: &Tensor, split_size: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    ops::split_with_sizes(self_, split_size, dim)
+}
+
+/// `col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2]
+/// padding, int[2] stride) -> Tensor` (`nn.Fold`): the adjoint of [`im2col`]. Columns
+/// `[N, C * kh * kw, L]` (or `[C * kh * kw, L]`) are summed into `[N, C, H, W]` where their
+/// sliding blocks overlap. Each kernel offset's block is spread out by the stride (padded with
+/// stride - 1 zeros after each element), moved to its offset by padding, and added; every step
+/// is a differentiable operator, so autograd gives `im2col` back as the gradient.
+pub fn col2im(
+    self_: &Tensor,
+    output_size: &[i64],
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<Tensor> {
+    const OP: &str = "col2im";
+    let size = pair(OP, "output_size", output_size)?;
+    let [k, d, p, s] = sliding_geometry(OP, kernel_size, dilation, padding, stride)?;
+    let batched = match self_.dim() {
+        3 => true,
+        2 => false,
+        n => return Err(Error::shape(OP, format!("Expected 2D or 3D (batch mode) tensor for input, but got: {n}D"))),
+    };
+    let x = if batched { self_.clone() } else { ops::unsqueeze(self_, 0)? };
+    let (n, rows, l) = (x.sizes()[0], x.sizes()[1], x.sizes()[2]);
+    let blocks = |i: usize| -> i64 {
+        let eff = d[i] as i128 * (k[i] as i128 - 1) + 1;
+        let v = (size[i] as i128 + 2 * p[i] as i128 - eff).div_euclid(s[i] as i128) + 1;
+        v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    };
+    let (oh, ow) = (blocks(0), blocks(1));
+    if rows % (k[0] * k[1]) != 0 {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={rows} and kernel_size={k:?}"
+            ),
+        ));
+    }
+    if oh < 1 || ow < 1 || oh * ow != l {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "Given output_size={size:?}, kernel_size={k:?}, dilation={d:?}, padding={p:?}, stride={s:?}, expected size of input's dimension 2 to match the calculated number of sliding blocks {oh} * {ow} = {}, but got input.size(2)={l}.",
+                oh.max(0) * ow.max(0)
+            ),
+        ));
+    }
+    let c = rows / (k[0] * k[1]);
+    let (hp, wp) = (size[0] + 2 * p[0], size[1] + 2 * p[1]);
+    let cols = ops::reshape(&x, &[n, c, k[0] * k[1], oh, 1, ow, 1])?;
+    // Each block spread out by the stride: [N, C, oh * sh, ow * sw], zeros between elements.
+    let spread = |t: &Tensor| -> Result<Tensor> {
+        let t = ops::constant_pad_nd(t, &[0, s[1] - 1, 0, 0, 0, s[0] - 1], Scalar::Int(0))?;
+        ops::reshape(&t, &[n, c, oh * s[0], ow * s[1]])
+    };
+    let mut out: Option<Tensor> = None;
+    for i in 0..k[0] {
+        for j in 0..k[1] {
+            let block = spread(&ops::select(&cols, 2, i * k[1] + j)?)?;
+            let (top, left) = (i * d[0], j * d[1]);
+            // Keep what fits (only the trailing zeros of the spread can fall outside), then pad
+            // the block to its place in the padded output.
+            let block = ops::narrow(&block, 2, 0, (oh * s[0]).min(hp - top))?;
+            let block = ops::narrow(&block, 3, 0, (ow * s[1]).min(wp - left))?;
+            let (bh, bw) = (block.sizes()[2], block.sizes()[3]);
+            let placed = ops::constant_pad_nd(&block, &[left, wp - left - bw, top, hp - top - bh], Scalar::Int(0))?;
+            out = Some(match out {
+                None => placed,
+                Some(acc) => ops::add(&acc, &placed, one())?,
+            });
+        }
+    }
+    let out = out.ok_or_else(|| Error::invalid(OP, "an empty kernel"))?;
+    let out = ops::narrow(&ops::narrow(&out, 2, p[0], size[0])?, 3, p[1], size[1])?;
+    if batched {
+        Ok(out)
+    } else {
+        ops::squeeze_dim(&out, 0)
     }
 }
 

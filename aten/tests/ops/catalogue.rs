@@ -121,6 +121,43 @@ fn im2col_matches_a_direct_unfold() {
 }
 
 #[test]
+fn col2im_sums_the_blocks_im2col_takes() {
+    // The 2x2 blocks of a 3x3 image, folded back: each pixel counted once per block that
+    // covers it (corners 1, edges 2, the centre 4).
+    let x = f64s(&(1..=9).map(|v| v as f64).collect::<Vec<_>>(), &[1, 1, 3, 3]);
+    let cols = ops::im2col(&x, &[2, 2], &[1, 1], &[0, 0], &[1, 1]).unwrap();
+    let back = ops::col2im(&cols, &[3, 3], &[2, 2], &[1, 1], &[0, 0], &[1, 1]).unwrap();
+    assert_eq!(back.sizes(), &[1, 1, 3, 3]);
+    close(&back, &[1.0, 4.0, 3.0, 8.0, 20.0, 12.0, 7.0, 16.0, 9.0]);
+    // Blocks that tile the image (stride = kernel) give it back; with padding, dilation and an
+    // unbatched input too, folding ones counts the blocks over each pixel.
+    let img: Vec<f64> = (0..2 * 4 * 6).map(|v| v as f64 * 0.5 - 3.0).collect();
+    let x = f64s(&img, &[2, 4, 6]);
+    let cols = ops::im2col(&x, &[2, 3], &[1, 1], &[0, 0], &[2, 3]).unwrap();
+    close(&ops::col2im(&cols, &[4, 6], &[2, 3], &[1, 1], &[0, 0], &[2, 3]).unwrap(), &img);
+    let ones = Tensor::from_vec(vec![1.0f64; 5 * 5], &[1, 5, 5]).unwrap();
+    let cols = ops::im2col(&ones, &[2, 2], &[2, 1], &[1, 0], &[1, 2]).unwrap();
+    let counts = ops::col2im(
+        &ops::ones_like(&cols, None, None, None, None, None).unwrap(),
+        &[5, 5],
+        &[2, 2],
+        &[2, 1],
+        &[1, 0],
+        &[1, 2],
+    )
+    .unwrap();
+    // By hand: rows covered per pixel row (kernel rows at +0 and +2 of starts -1..=2, of which
+    // only the in-image ones count) times columns covered (starts 0 and 2, widths 2).
+    let rows = [1.0, 2.0, 2.0, 2.0, 1.0];
+    let colsum = [1.0, 1.0, 1.0, 1.0, 0.0];
+    let want: Vec<f64> = rows.iter().flat_map(|r| colsum.iter().map(move |c| r * c)).collect();
+    close(&counts, &want);
+    // A column count that does not match the blocks is an error.
+    assert!(ops::col2im(&f64s(&[0.0; 12], &[1, 4, 3]), &[3, 3], &[2, 2], &[1, 1], &[0, 0], &[1, 1]).is_err());
+    assert!(ops::col2im(&f64s(&[0.0; 12], &[1, 3, 4]), &[3, 3], &[2, 2], &[1, 1], &[0, 0], &[1, 1]).is_err());
+}
+
+#[test]
 fn integer_convolution_and_pooling_are_exact() {
     let x = i64s(&[1, 2, 3, 4, 5, 6], &[1, 1, 6]);
     let w = i64s(&[1, 0, -1], &[1, 1, 3]);

@@ -1174,7 +1174,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("split.Tensor", None)],
+        overloads: &[("split.Tensor", None), ("split.sizes", None)],
     },
     Binding {
         name: "split_with_sizes",
@@ -4156,6 +4156,13 @@ pub static BINDINGS: &[Binding] = &[
         function: true,
         method: false,
         overloads: &[("im2col", None)],
+    },
+    Binding {
+        name: "col2im",
+        namespace: Namespace::Torch,
+        function: true,
+        method: false,
+        overloads: &[("col2im", None)],
     },
     Binding {
         name: "matrix_sqrth",
