@@ -120,7 +120,7 @@ pub(crate) fn join(prefix: &str, name: &str) -> String {
 }
 
 /// Names that stand for themselves when nothing in scope has them.
-const GLOBALS: [&str; 25] = [
+const GLOBALS: [&str; 27] = [
     "torch",
     "ops",
     "CONSTANTS",
@@ -146,6 +146,8 @@ const GLOBALS: [&str; 25] = [
     "str",
     "Tensor",
     "list",
+    "all",
+    "any",
 ];
 
 /// The aten operator a binary operator on tensors calls.
@@ -1044,6 +1046,26 @@ impl Importer<'_> {
             "ops.prim.NumToTensor" => one(self, "prim::NumToTensor", argv, JitType::tensor()),
             // We have no nested tensors.
             "ops.prim.is_nested" => one(self, "prim::is_nested", argv, JitType::Bool),
+            "torch.is_grad_enabled" if argv.is_empty() => one(self, "aten::is_grad_enabled", argv, JitType::Bool),
+            // `all(list)` / `any(list)` of bools.
+            "torch.all" | "torch.any" | "all" | "any"
+                if argv.len() == 1
+                    && kwv.is_empty()
+                    && matches!(&argv[0], Sym::Value(v) if self.ty(*v) == JitType::List(Box::new(JitType::Bool))) =>
+            {
+                let kind = if name.ends_with("all") { "aten::all" } else { "aten::any" };
+                one(self, kind, argv, JitType::Bool)
+            }
+            "ops.prim.requires_grad" => one(self, "prim::requires_grad", argv, JitType::Bool),
+            "ops.prim.is_cuda" => one(self, "prim::is_cuda", argv, JitType::Bool),
+            // A device's type as a string (`"cpu"`), what the fast-path checks compare.
+            "ops.prim.type" => one(self, "prim::type", argv, JitType::Str),
+            "torch.is_autocast_enabled" if argv.is_empty() => {
+                one(self, "aten::is_autocast_enabled", argv, JitType::Bool)
+            }
+            "torch.is_autocast_cpu_enabled" if argv.is_empty() => {
+                one(self, "aten::is_autocast_cpu_enabled", argv, JitType::Bool)
+            }
             // `list(l)`: a copy, which a functional list already is (Note [Functional lists]).
             "list" | "torch.list" if argv.len() == 1 && self.is_list(argv.first()) => {
                 let v = self.value(argv.into_iter().next().unwrap_or(Sym::Undefined(String::new())))?;
@@ -1056,6 +1078,13 @@ impl Importer<'_> {
             {
                 let kind = if name.ends_with("floor") { "aten::floor" } else { "aten::ceil" };
                 one(self, kind, argv, JitType::Int)
+            }
+            // `math.sqrt` and the like of a number: a float.
+            "torch.sqrt" | "torch.exp" | "torch.log" | "math.sqrt" | "math.exp" | "math.log"
+                if argv.len() == 1 && matches!(&argv[0], Sym::Value(v) if is_number(&self.ty(*v))) =>
+            {
+                let kind = format!("aten::{}", name.rsplit('.').next().unwrap_or(name));
+                one(self, &kind, argv, JitType::Float)
             }
             "ops.prim.RaiseException" => {
                 let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
@@ -1541,10 +1570,27 @@ pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
     imp.graph.lint()?;
     let parameters = parameters.into_iter().map(|(n, t)| Ok((n, Parameter::new(t)?))).collect::<Result<Vec<_>>>()?;
     let buffers = buffers.into_iter().map(|(n, t)| (n, Buffer::new(t))).collect();
-    ScriptModule::new(imp.graph, parameters, buffers)
+    let defaults = imp.defaults(&forward.params[1..]);
+    let mut m = ScriptModule::new(imp.graph, parameters, buffers)?;
+    m.set_input_defaults(defaults)?;
+    Ok(m)
 }
 
 impl Importer<'_> {
+    /// The constant default of each of `params` (`tgt_is_causal: bool=False`), `None` where
+    /// there is none or it is not a constant.
+    fn defaults(&mut self, params: &[crate::script::Param]) -> Vec<Option<Constant>> {
+        params
+            .iter()
+            .map(|p| {
+                let d = p.default.as_ref()?;
+                let v = self.expr(d, &mut Env::new()).ok()?;
+                let v = self.value(v).ok()?;
+                self.graph.constant_value(v).filter(|c| !matches!(c, Constant::Tensor(_)))
+            })
+            .collect()
+    }
+
     /// Graph inputs for the parameters of `def` after its first (`self`), typed by their
     /// annotations (unannotated: `Tensor`, as in TorchScript); `args[0]` is the root module.
     fn inputs(&mut self, def: &Method) -> Result<Vec<Sym>> {
@@ -1608,8 +1654,10 @@ pub fn script_function(source: &str, name: &str) -> Result<ScriptModule> {
     let out = imp.inline_function(&def, args, Vec::new())?;
     let v = imp.value(out)?;
     imp.graph.add_output(v);
+    let defaults = imp.defaults(&def.params);
     imp.graph.lint()?;
-    let module = ScriptModule::new(imp.graph, Vec::new(), Vec::new())?;
+    let mut module = ScriptModule::new(imp.graph, Vec::new(), Vec::new())?;
+    module.set_input_defaults(defaults)?;
     module.compile()?;
     Ok(module)
 }

@@ -174,6 +174,21 @@ enum Builtin {
     Round(bool),
     /// `prim::is_nested(t)`: false, as we have no nested tensors.
     IsNested,
+    /// `aten::sqrt`, `exp`, `log` of a number: a float.
+    Math(fn(f64) -> f64),
+    /// `prim::type(device)`: the device type's name (`"cpu"`).
+    DeviceTypeName,
+    /// `aten::all` / `aten::any` of a list of bools (`true`: any).
+    AllAny(bool),
+    /// `aten::is_grad_enabled()`.
+    GradEnabled,
+    /// `prim::requires_grad(t)`.
+    RequiresGrad,
+    /// `prim::is_cuda(t)`.
+    IsCuda,
+    /// `aten::is_autocast_enabled()` (CUDA's, as PyTorch's no-argument form) and
+    /// `aten::is_autocast_cpu_enabled()` (`true`: the CPU's).
+    AutocastEnabled(bool),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -434,10 +449,22 @@ fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
         "aten::warn" => Builtin::Warn,
         "aten::list" => Builtin::Identity,
         "prim::is_nested" => Builtin::IsNested,
+        "prim::type" => Builtin::DeviceTypeName,
+        "aten::all" | "aten::any" if ins.len() == 1 && *ty(0) == JitType::List(Box::new(JitType::Bool)) => {
+            Builtin::AllAny(kind == "aten::any")
+        }
+        "aten::is_grad_enabled" => Builtin::GradEnabled,
+        "prim::requires_grad" => Builtin::RequiresGrad,
+        "prim::is_cuda" => Builtin::IsCuda,
+        "aten::is_autocast_enabled" => Builtin::AutocastEnabled(false),
+        "aten::is_autocast_cpu_enabled" => Builtin::AutocastEnabled(true),
         "aten::add" if ins.len() == 2 && (0..2).all(|k| matches!(ty(k), JitType::Str | JitType::List(_))) => {
             Builtin::Concat
         }
         "aten::floor" | "aten::ceil" if ins.len() == 1 && is_number(ty(0)) => Builtin::Round(kind == "aten::ceil"),
+        "aten::sqrt" if ins.len() == 1 && is_number(ty(0)) => Builtin::Math(f64::sqrt),
+        "aten::exp" if ins.len() == 1 && is_number(ty(0)) => Builtin::Math(f64::exp),
+        "aten::log" if ins.len() == 1 && is_number(ty(0)) => Builtin::Math(f64::ln),
         "aten::is_floating_point" => Builtin::DtypeIs(false),
         "aten::is_complex" => Builtin::DtypeIs(true),
         _ => {
@@ -1109,7 +1136,11 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
             }
             one(items.into_iter().nth(k as usize).expect("in range"))
         }
-        Builtin::Len => one(IValue::Int(list_elements(vals.pop().unwrap_or(IValue::None))?.len() as i64)),
+        Builtin::Len => match vals.pop().unwrap_or(IValue::None) {
+            // A string's length in characters, as Python counts them.
+            IValue::Str(s) => one(IValue::Int(s.chars().count() as i64)),
+            v => one(IValue::Int(list_elements(v)?.len() as i64)),
+        },
         Builtin::NumToTensor => {
             let t = match vals.first() {
                 Some(IValue::Int(i)) => Tensor::scalar_tensor(*i),
@@ -1178,6 +1209,7 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
             Ok([a, b]) => Err(run_error(format!("cannot add a {} and a {}", a.kind(), b.kind()))),
             Err(_) => Err(run_error("+ takes two values")),
         },
+        Builtin::Math(f) => one(IValue::Double(f(as_f64(&vals.pop().unwrap_or(IValue::None))?))),
         Builtin::Round(ceil) => {
             let x = as_f64(&vals.pop().unwrap_or(IValue::None))?;
             let r = if ceil { x.ceil() } else { x.floor() };
@@ -1185,6 +1217,29 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
                 return Err(run_error(format!("cannot convert {x} to an int")));
             }
             one(IValue::Int(r as i64))
+        }
+        Builtin::AllAny(any) => match vals.pop() {
+            Some(IValue::BoolList(v)) => {
+                one(IValue::Bool(if any { v.iter().any(|&b| b) } else { v.iter().all(|&b| b) }))
+            }
+            other => Err(run_error(format!("all/any of a {}", other.map_or("nothing", |v| v.kind())))),
+        },
+        Builtin::GradEnabled => one(IValue::Bool(autograd::is_grad_enabled())),
+        Builtin::RequiresGrad => {
+            use autograd::TensorAutograd;
+            one(IValue::Bool(tensor(vals.pop().unwrap_or(IValue::None), "prim::requires_grad")?.requires_grad()))
+        }
+        Builtin::IsCuda => {
+            let t = tensor(vals.pop().unwrap_or(IValue::None), "prim::is_cuda")?;
+            one(IValue::Bool(t.device().ty == c10::DeviceType::Cuda))
+        }
+        Builtin::DeviceTypeName => match vals.pop() {
+            Some(IValue::Device(d)) => one(IValue::Str(d.ty.name().to_string())),
+            other => Err(run_error(format!("prim::type of a {}", other.map_or("nothing", |v| v.kind())))),
+        },
+        Builtin::AutocastEnabled(cpu) => {
+            let device = if cpu { c10::DeviceType::Cpu } else { c10::DeviceType::Cuda };
+            one(IValue::Bool(aten::autocast::is_enabled(device)))
         }
         Builtin::IsNested => {
             tensor(vals.pop().unwrap_or(IValue::None), "prim::is_nested")?;

@@ -22,6 +22,9 @@ pub struct ScriptModule {
     parameters: Vec<(String, Parameter)>,
     buffers: Vec<(String, Buffer)>,
     code: OnceLock<Code>,
+    /// The forward's default arguments (a scripted `def forward(self, x, causal: bool=False)`),
+    /// one per input; a call may leave out trailing inputs that have one.
+    defaults: Vec<Option<crate::ir::Constant>>,
     /// Warnings from tracing (Note [Value-dependent traces]).
     pub warnings: Vec<String>,
 }
@@ -49,8 +52,26 @@ impl ScriptModule {
             parameters,
             buffers,
             code: OnceLock::new(),
+            defaults: vec![None; n - extra],
             warnings: Vec::new(),
         })
+    }
+
+    /// Sets the forward's default arguments, one per input (`None`: no default).
+    pub fn set_input_defaults(&mut self, defaults: Vec<Option<crate::ir::Constant>>) -> Result<()> {
+        if defaults.len() != self.num_inputs {
+            return Err(Error::invalid(
+                "jit::ScriptModule",
+                format!("forward takes {} inputs, got {} defaults", self.num_inputs, defaults.len()),
+            ));
+        }
+        self.defaults = defaults;
+        Ok(())
+    }
+
+    /// The forward's default arguments, one per input.
+    pub fn input_defaults(&self) -> &[Option<crate::ir::Constant>] {
+        &self.defaults
     }
 
     /// The graph.
@@ -127,13 +148,20 @@ impl ScriptModule {
 
     /// Runs the graph: the returned values as the graph returns them.
     pub fn forward_values(&self, inputs: &[IValue]) -> Result<Vec<IValue>> {
-        if inputs.len() != self.num_inputs {
+        let mut all = inputs.to_vec();
+        // Inputs left out at the end take their defaults.
+        for k in inputs.len()..self.num_inputs {
+            match &self.defaults[k] {
+                Some(c) => all.push(crate::interpreter::constant_ivalue(&self.graph, c)?),
+                None => break,
+            }
+        }
+        if all.len() != self.num_inputs {
             return Err(Error::invalid(
                 "jit::ScriptModule::forward",
                 format!("forward takes {} inputs, got {}", self.num_inputs, inputs.len()),
             ));
         }
-        let mut all = inputs.to_vec();
         all.extend(self.parameters.iter().map(|(_, p)| IValue::Tensor(p.tensor().clone())));
         all.extend(self.buffers.iter().map(|(_, b)| IValue::Tensor(b.tensor().clone())));
         self.code()?.run(all)
@@ -141,8 +169,8 @@ impl ScriptModule {
 
     /// The forward's inputs from tensors by position (`input0`, `input1`, ... of a file, as
     /// `jit-run` reads them): a 0-dim tensor's value for an `int`, `float` or `bool` argument,
-    /// the tensor for a tensor argument, and `None` for an `Optional` argument that has no
-    /// tensor.
+    /// the tensor for a tensor argument, and for an argument that has no tensor its default,
+    /// or `None` for an `Optional` one.
     pub fn inputs_from(&self, mut get: impl FnMut(usize) -> Option<Tensor>) -> Result<Vec<IValue>> {
         let bad = |msg: String| Error::invalid("jit::ScriptModule::forward", msg);
         (0..self.num_inputs)
@@ -151,6 +179,9 @@ impl ScriptModule {
                 let ty = self.graph.value_type(v);
                 let name = self.graph.value_name(v).unwrap_or("?");
                 let Some(t) = get(i) else {
+                    if let Some(c) = &self.defaults[i] {
+                        return crate::interpreter::constant_ivalue(&self.graph, c);
+                    }
                     return match ty {
                         JitType::Optional(_) => Ok(IValue::None),
                         _ => Err(bad(format!("input {i} ({name}: {ty}) has no value"))),

@@ -448,7 +448,10 @@ impl Printer<'_> {
             | "prim::min"
             | "prim::max"
             | "prim::RaiseException"
-            | "prim::is_nested" => {
+            | "prim::is_nested"
+            | "prim::type"
+            | "prim::requires_grad"
+            | "prim::is_cuda" => {
                 let a = self.uses(ins)?;
                 format!("ops.prim.{}({})", &kind[6..], a.join(", "))
             }
@@ -606,7 +609,11 @@ impl ScriptModule {
                 _ => format!("argument_{}", i + 1),
             };
             pr.names.insert(v, name.clone());
-            signature.push(format!("{name}: {}", annotation(g.value_type(v))));
+            let default = match &self.input_defaults()[i] {
+                Some(c) => format!("={}", pr.literal(c).map_err(|e| save_error(path, e))?),
+                None => String::new(),
+            };
+            signature.push(format!("{name}: {}{default}", annotation(g.value_type(v))));
         }
         for (&v, (name, ..)) in inputs[n_user..].iter().zip(&detached) {
             if g.uses(v).is_empty() {

@@ -83,7 +83,13 @@ pub fn effects(g: &Graph, n: NodeId) -> Effects {
     let kind = g.kind(n);
     let mut e = Effects { mutates: false, random: false, side_effects: false };
     match kind {
-        "prim::Print" | "prim::RaiseException" | "aten::warn" => e.side_effects = true,
+        // The autocast and grad-mode queries read state that changes between runs: never folded.
+        "prim::Print"
+        | "prim::RaiseException"
+        | "aten::warn"
+        | "aten::is_autocast_enabled"
+        | "aten::is_autocast_cpu_enabled"
+        | "aten::is_grad_enabled" => e.side_effects = true,
         "prim::If" | "prim::Loop" => {
             for &b in g.blocks_of(n) {
                 for &m in g.block_nodes(b) {
@@ -121,6 +127,8 @@ pub fn effects(g: &Graph, n: NodeId) -> Effects {
                         | "aten::is_floating_point"
                         | "aten::is_complex"
                         | "aten::list"
+                        | "prim::requires_grad"
+                        | "prim::is_cuda"
                 ) || g.inputs_of(n).iter().all(|&v| !g.value_type(v).is_tensor());
                 if !builtin {
                     e.mutates = true;

@@ -52,6 +52,8 @@ fn check(archive: &Path, io: &nn::StateDict, train: bool) -> Result<(), String> 
     for i in 0..m.num_inputs() {
         let ty = g.value_type(g.inputs()[i]).clone();
         inputs.push(match (io.get(&format!("input{i}")), ty) {
+            // PyTorch's call left it out: the forward's default (filled in by forward_values).
+            (None, _) if m.input_defaults()[i].is_some() => break,
             (None, JitType::Optional(_)) => IValue::None,
             (None, ty) => return Err(format!("input {i} ({ty}) is not in the io file")),
             (Some(t), JitType::Int) => IValue::Int(t.item_scalar().map_err(|e| e.to_string())?.to_f64() as i64),

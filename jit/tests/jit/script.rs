@@ -431,3 +431,29 @@ def g(l: List[int], lo: int, hi: int, step: int):
     let err = m.forward_values(&[l, IValue::Int(0), IValue::Int(1), IValue::Int(0)]).unwrap_err().to_string();
     assert!(err.contains("step cannot be zero"), "{err}");
 }
+
+#[test]
+fn left_out_arguments_take_the_forwards_defaults_and_survive_a_save() {
+    let src = r#"
+def f(x: Tensor, k: float = 2.5, flag: bool = False, why: str = "abc", m: Optional[Tensor] = None):
+    n = len(why) + int(math.sqrt(16.0))
+    if all([flag, n > 0]):
+        return x * k + n
+    return x * k
+"#;
+    let m = jit::script(src).unwrap();
+    let x = IValue::Tensor(t(&[1.0, 2.0]));
+    assert_eq!(floats(&m.forward_values(std::slice::from_ref(&x)).unwrap()[0]), vec![2.5, 5.0]);
+    let out = m.forward_values(&[x.clone(), IValue::Double(1.0), IValue::Bool(true)]).unwrap();
+    assert_eq!(floats(&out[0]), vec![8.0, 9.0]); // 3 characters + sqrt(16)
+                                                 // A left-out argument without a default is an error.
+    assert!(m.forward_values(&[]).is_err());
+    let dir = std::env::temp_dir().join(format!("jit-defaults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("f.pt");
+    m.save_torchscript(&path).unwrap();
+    let back = jit::load(&path).unwrap();
+    assert_eq!(floats(&back.forward_values(std::slice::from_ref(&x)).unwrap()[0]), vec![2.5, 5.0]);
+    assert_eq!(back.input_defaults().len(), 5);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
