@@ -40,7 +40,9 @@ fn io_err(path: &Path, what: impl std::fmt::Display) -> Error {
 /// that tensors over one storage share one record.
 pub struct PtWriter {
     records: Vec<(String, Vec<u8>)>,
-    storages: Vec<(Storage, String)>,
+    /// (storage, directory, key): a storage is one record per directory it is pickled from
+    /// (`data/` and `constants/` are read separately).
+    storages: Vec<(Storage, String, usize)>,
 }
 
 impl Default for PtWriter {
@@ -74,19 +76,20 @@ impl PtWriter {
         let itemsize = dtype.size();
         let storage = t.storage();
         let numel = (storage.nbytes() / itemsize) as i64;
-        let key = match self.storages.iter().find(|(s, _)| s.is_same(storage)) {
-            Some((_, key)) => key.clone(),
+        let written = self.storages.iter().find(|(s, d, _)| d == dir && s.is_same(storage));
+        let key = match written {
+            Some(&(_, _, key)) => key,
             None => {
-                let key = self.storages.iter().filter(|(_, k)| k.starts_with(&format!("{dir}/"))).count().to_string();
+                let key = self.storages.iter().filter(|(_, d, _)| d == dir).count();
                 // The whole storage, as a flat view from its first element.
                 let whole = Tensor::from_storage(storage.clone(), &[numel], DimVec::from_slice(&[1]), 0, dtype);
                 let whole = if whole.device() == Device::CPU { whole } else { whole.to_device(Device::CPU)? };
                 self.record(format!("{dir}/{key}"), le_bytes_of(&whole)?)?;
-                self.storages.push((storage.clone(), format!("{dir}/{key}")));
+                self.storages.push((storage.clone(), dir.to_string(), key));
                 key
             }
         };
-        let key = key.rsplit('/').next().unwrap_or(&key).to_string();
+        let key = key.to_string();
         p.global("torch._utils", "_rebuild_tensor_v2");
         p.mark();
         {

@@ -17,14 +17,19 @@ fn here() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jit")
 }
 
-/// Compares one output; `None` when it matches.
+/// Compares one output; `None` when it matches. A value that cannot be read is a mismatch.
 fn mismatch(ours: &IValue, theirs: &Tensor) -> Option<String> {
+    let scalar = |t: c10::Result<Tensor>| t.and_then(|t| t.reshape(&[]));
     let t = match ours {
-        IValue::Tensor(t) => t.clone(),
-        IValue::Int(i) => Tensor::from_slice(&[*i]).reshape(&[]).ok()?,
-        IValue::Double(x) => Tensor::from_slice(&[*x]).reshape(&[]).ok()?,
-        IValue::Bool(b) => Tensor::from_slice(&[*b]).reshape(&[]).ok()?,
+        IValue::Tensor(t) => Ok(t.clone()),
+        IValue::Int(i) => scalar(Ok(Tensor::from_slice(&[*i]))),
+        IValue::Double(x) => scalar(Ok(Tensor::from_slice(&[*x]))),
+        IValue::Bool(b) => scalar(Ok(Tensor::from_slice(&[*b]))),
         other => return Some(format!("a {} where PyTorch gave a tensor", other.kind())),
+    };
+    let t = match t {
+        Ok(t) => t,
+        Err(e) => return Some(format!("our value: {e}")),
     };
     if t.sizes() != theirs.sizes() {
         return Some(format!("sizes {:?}, PyTorch's {:?}", t.sizes(), theirs.sizes()));
@@ -32,8 +37,11 @@ fn mismatch(ours: &IValue, theirs: &Tensor) -> Option<String> {
     if theirs.dtype().is_floating_point() != t.dtype().is_floating_point() {
         return Some(format!("dtype {:?}, PyTorch's {:?}", t.dtype(), theirs.dtype()));
     }
-    let a = t.contiguous().call().ok()?.to_vec::<f64>().ok()?;
-    let b = theirs.to_vec::<f64>().ok()?;
+    let values = |t: &Tensor| aten::ops::to(t, c10::ScalarType::F64, false, true, None)?.to_vec::<f64>();
+    let (a, b) = match (values(&t), values(theirs)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return Some(format!("reading the values: {e}")),
+    };
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
         let close = (x - y).abs() <= 1e-5 * y.abs() + 1e-5 || (x.is_nan() && y.is_nan());
         if !close {
