@@ -55,10 +55,13 @@ pub fn view_as_real(self_: &Tensor) -> Result<Tensor> {
     }
     let mut sizes = DimVec::from_slice(self_.sizes());
     sizes.push(2);
-    let mut strides: DimVec = self_.strides().iter().map(|&s| s * 2).collect();
+    let overflow = || Error::invalid("view_as_real", "the real view's strides or offset overflow int64");
+    let mut strides: DimVec =
+        self_.strides().iter().map(|&s| s.checked_mul(2).ok_or_else(overflow)).collect::<Result<_>>()?;
     strides.push(1);
     let real = self_.dtype().to_real();
-    Ok(Tensor::from_impl(self_.imp().view_of_dtype(sizes, strides, self_.storage_offset() * 2, real)))
+    let offset = self_.storage_offset().checked_mul(2).ok_or_else(overflow)?;
+    Ok(Tensor::from_impl(self_.imp().view_of_dtype(sizes, strides, offset, real)))
 }
 
 /// `view_as_complex(Tensor(a) self) -> Tensor(a)`: a float32/float64 tensor whose last
