@@ -274,6 +274,12 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     };
 
     let mut rows: Vec<Row> = Vec::new();
+    // The rows with the most threads run on this thread with the global pool of that size, as a
+    // user's program calls operators (and as PyTorch's reference sets `torch.set_num_threads`);
+    // the others inside a pool of their own. (Note [Keeping the pool warm] in aten's `parallel`:
+    // only regions started from outside the pool keep its workers spinning.)
+    let most = thread_counts.iter().copied().max().unwrap_or(1);
+    let global = aten::set_num_threads(most).is_ok();
     for &n in &thread_counts {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(n)
@@ -282,9 +288,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         for w in &selected {
             eprint!("{} ({n} thread{}) ... ", w.id, if n == 1 { "" } else { "s" });
             let _ = std::io::stderr().flush();
-            // On the pool: the workload's body (built once per row) cannot leave its thread.
-            let (ours, pytorch_median_s) =
-                pool.install(|| measure_row(w, &cfg, a.rounds, round_time, n, a.device, server.as_mut()));
+            // On one thread: the workload's body (built once per row) cannot leave it.
+            let mut row = || measure_row(w, &cfg, a.rounds, round_time, n, a.device, server.as_mut());
+            let (ours, pytorch_median_s) = if global && n == most { row() } else { pool.install(row) };
             rows.push(Row { id: w.id, threads: n, unit_per_iter: w.unit_per_iter, ours, pytorch_median_s });
         }
     }

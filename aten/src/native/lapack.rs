@@ -281,6 +281,7 @@ pub fn linalg_lu_factor_ex(a: &Tensor, pivot: bool, check_errors: bool) -> Resul
             let one = |(o, (p, inf)): (&mut [T], (&mut [i32], &mut i32))| *inf = lu_one(o, mu, nu, p, !batched);
             if batched {
                 use rayon::prelude::*;
+                crate::parallel::warm();
                 out.par_chunks_mut(per).zip(pivots.par_chunks_mut(k).zip(info.par_iter_mut())).for_each(one);
             } else {
                 out.chunks_mut(per).zip(pivots.chunks_mut(k).zip(info.iter_mut())).for_each(one);

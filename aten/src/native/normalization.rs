@@ -11,6 +11,8 @@
 
 use rayon::prelude::*;
 
+use std::mem::MaybeUninit;
+
 use c10::{Element, Error, Result, Scalar, ScalarType};
 
 use crate::native::tensor_iterator::GRAIN_SIZE;
@@ -74,47 +76,50 @@ fn moments<T: Element>(x: impl Iterator<Item = T> + Clone, n: usize) -> (f64, f6
 }
 
 /// One row's input and output, and its mean and rstd slots.
-type RowIo<'a, T> = ((&'a [T], &'a mut [T]), (&'a mut f64, &'a mut f64));
+type RowIo<'a, T> = ((&'a [T], &'a mut [MaybeUninit<T>]), (&'a mut f64, &'a mut f64));
 
 // ---- layer norm ----------------------------------------------------------------------------------
 
 /// Normalises rows of length `n` of `x`: returns the output and the per-row mean and rstd.
 fn layer_norm_rows<T: Element>(
     x: &[T],
+    sizes: &[i64],
     n: usize,
     w: Option<&[f64]>,
     b: Option<&[f64]>,
     eps: f64,
-) -> (Vec<T>, Vec<f64>, Vec<f64>) {
+) -> Result<(Tensor, Vec<f64>, Vec<f64>)> {
     let m = x.len().checked_div(n).unwrap_or(0);
-    let mut out = vec![T::default(); x.len()];
     let mut mean = vec![f64::NAN; m];
     let mut rstd = vec![f64::NAN; m];
-    if n == 0 {
-        return (out, mean, rstd);
-    }
-    let row = |((xr, yr), (mu, rs)): RowIo<'_, T>| {
-        let (mean, var) = moments(xr.iter().copied(), n);
-        let r = 1.0 / (var + eps).sqrt();
-        for (j, (y, &v)) in yr.iter_mut().zip(xr).enumerate() {
-            let mut z = (v.to_f64() - mean) * r;
-            if let Some(w) = w {
-                z *= w[j];
-            }
-            if let Some(b) = b {
-                z += b[j];
-            }
-            *y = T::from_f64(z);
+    let out = fresh_cpu(sizes, |out: &mut [MaybeUninit<T>]| {
+        if n == 0 {
+            return;
         }
-        *mu = mean;
-        *rs = r;
-    };
-    if x.len() as i64 >= GRAIN_SIZE {
-        x.par_chunks(n).zip(out.par_chunks_mut(n)).zip(mean.par_iter_mut().zip(rstd.par_iter_mut())).for_each(row);
-    } else {
-        x.chunks(n).zip(out.chunks_mut(n)).zip(mean.iter_mut().zip(rstd.iter_mut())).for_each(row);
-    }
-    (out, mean, rstd)
+        let row = |((xr, yr), (mu, rs)): RowIo<'_, T>| {
+            let (mean, var) = moments(xr.iter().copied(), n);
+            let r = 1.0 / (var + eps).sqrt();
+            for (j, (y, &v)) in yr.iter_mut().zip(xr).enumerate() {
+                let mut z = (v.to_f64() - mean) * r;
+                if let Some(w) = w {
+                    z *= w[j];
+                }
+                if let Some(b) = b {
+                    z += b[j];
+                }
+                y.write(T::from_f64(z));
+            }
+            *mu = mean;
+            *rs = r;
+        };
+        if x.len() as i64 >= GRAIN_SIZE {
+            crate::parallel::warm();
+            x.par_chunks(n).zip(out.par_chunks_mut(n)).zip(mean.par_iter_mut().zip(rstd.par_iter_mut())).for_each(row);
+        } else {
+            x.chunks(n).zip(out.chunks_mut(n)).zip(mean.iter_mut().zip(rstd.iter_mut())).for_each(row);
+        }
+    })?;
+    Ok((out, mean, rstd))
 }
 
 // Note [Normalisation on a device]: layer, batch and group norm of a device tensor are
@@ -225,10 +230,11 @@ pub fn native_layer_norm(
         return Ok((meta(input.sizes())?, meta(&stat_shape)?, meta(&stat_shape)?));
     }
     match_float!(input.dtype(), T, A => {
-        let x = input.to_vec::<T>()?;
-        let (y, mean, rstd) = layer_norm_rows(&x, n as usize, w.as_deref(), b.as_deref(), eps);
+        let xc = input.contiguous().call()?;
+        let (y, mean, rstd) =
+            layer_norm_rows(contiguous_elements::<T>(&xc), input.sizes(), n as usize, w.as_deref(), b.as_deref(), eps)?;
         Ok((
-            Tensor::from_vec(y, input.sizes())?,
+            y,
             tensor_from_f64(&mean, &stat_shape, input.dtype())?,
             tensor_from_f64(&rstd, &stat_shape, input.dtype())?,
         ))
@@ -276,6 +282,7 @@ fn channel_moments<T: Element>(x: &[T], outer: usize, c: usize, inner: usize) ->
     // huge channel count.
     let mut pairs = c10::size::try_vec::<(f64, f64)>(c)?;
     if x.len() as i64 >= GRAIN_SIZE {
+        crate::parallel::warm();
         pairs.par_extend((0..c).into_par_iter().map(stats));
     } else {
         pairs.extend((0..c).map(stats));
@@ -288,34 +295,85 @@ fn channel_moments<T: Element>(x: &[T], outer: usize, c: usize, inner: usize) ->
     Ok((mean, var))
 }
 
-/// `y = (x - mean[ch]) * invstd[ch] * w[ch] + b[ch]` over `x` viewed as `[outer, c, inner]`.
+/// `y = (x - mean[ch]) * invstd[ch] * w[ch] + b[ch]` over `x` viewed as `[outer, c, inner]`,
+/// into a fresh CPU tensor of `sizes` ([`fresh_cpu`]).
+#[allow(clippy::too_many_arguments)]
 fn channel_affine<T: Element>(
     x: &[T],
+    sizes: &[i64],
     c: usize,
     inner: usize,
     mean: &[f64],
     invstd: &[f64],
     w: Option<&[f64]>,
     b: Option<&[f64]>,
-) -> Vec<T> {
-    let mut out = vec![T::default(); x.len()];
-    if inner == 0 {
-        return out;
-    }
-    let plane = |(i, (xr, yr)): (usize, (&[T], &mut [T]))| {
-        let ch = i % c;
-        let scale = invstd[ch] * w.map_or(1.0, |w| w[ch]);
-        let shift = b.map_or(0.0, |b| b[ch]) - mean[ch] * scale;
-        for (y, v) in yr.iter_mut().zip(xr) {
-            *y = T::from_f64(v.to_f64() * scale + shift);
+) -> Result<Tensor> {
+    fresh_cpu(sizes, |y: &mut [MaybeUninit<T>]| {
+        if inner == 0 {
+            return;
         }
-    };
-    if x.len() as i64 >= GRAIN_SIZE {
-        x.par_chunks(inner).zip(out.par_chunks_mut(inner)).enumerate().for_each(plane);
-    } else {
-        x.chunks(inner).zip(out.chunks_mut(inner)).enumerate().for_each(plane);
+        let plane = |(i, (xr, yr)): (usize, (&[T], &mut [MaybeUninit<T>]))| {
+            let ch = i % c;
+            let scale = invstd[ch] * w.map_or(1.0, |w| w[ch]);
+            let shift = b.map_or(0.0, |b| b[ch]) - mean[ch] * scale;
+            affine_span(xr, yr, scale, shift);
+        };
+        if x.len() as i64 >= GRAIN_SIZE {
+            crate::parallel::warm();
+            x.par_chunks(inner).zip(y.par_chunks_mut(inner)).enumerate().for_each(plane);
+        } else {
+            x.chunks(inner).zip(y.chunks_mut(inner)).enumerate().for_each(plane);
+        }
+    })
+}
+
+/// `y = x * scale + shift` over one span. Float32 spans compute in float32 with the factors
+/// rounded once, as PyTorch's CPU kernels do (`alpha`/`beta` in its batch norm): the same
+/// results to an ulp, and vectorised eight or sixteen lanes wide where the conversions through
+/// float64 ran at a quarter of the speed; other types go through float64.
+fn affine_span<T: Element>(x: &[T], y: &mut [MaybeUninit<T>], scale: f64, shift: f64) {
+    if T::DTYPE == ScalarType::F32 {
+        // SAFETY: T is f32 (its dtype says so; Element's dtypes are one per type), so both
+        // slices are reinterpreted as what they are.
+        let (x, y) = unsafe {
+            (
+                std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
+                std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut MaybeUninit<f32>, y.len()),
+            )
+        };
+        let (a, b) = (scale as f32, shift as f32);
+        for (y, &v) in y.iter_mut().zip(x) {
+            y.write(v * a + b);
+        }
+        return;
     }
-    out
+    for (y, v) in y.iter_mut().zip(x) {
+        y.write(T::from_f64(v.to_f64() * scale + shift));
+    }
+}
+
+/// A fresh contiguous CPU tensor of `sizes` and `T`'s dtype, from the caching allocator, whose
+/// every element `fill` must write. Outputs built as a `Vec` were freed to the system allocator,
+/// which gave large ones' pages back and faulted them in again on every call: a third of
+/// `W7.export_resnet_block`'s time was the kernel's, for its batch norms.
+fn fresh_cpu<T: Element>(sizes: &[i64], fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Result<Tensor> {
+    let out = Tensor::empty_uninit(sizes, T::DTYPE, c10::Device::CPU)?;
+    let len = out.numel() as usize;
+    // SAFETY: a fresh contiguous CPU tensor of dtype T holds numel (uninitialised) elements from
+    // its data pointer, and nothing else refers to it yet.
+    fill(unsafe { std::slice::from_raw_parts_mut(out.data_ptr() as *mut MaybeUninit<T>, len) });
+    Ok(out)
+}
+
+/// The elements of a contiguous CPU tensor whose dtype is `T`'s, borrowed from its storage.
+fn contiguous_elements<T: Element>(t: &Tensor) -> &[T] {
+    assert!(
+        t.is_contiguous() && t.dtype() == T::DTYPE && t.device().is_cpu(),
+        "contiguous_elements: checked by the callers"
+    );
+    // SAFETY: a contiguous CPU tensor of dtype T addresses numel adjacent Ts from its data
+    // pointer, inside its storage, which lives at least as long as the borrow of `t`.
+    unsafe { std::slice::from_raw_parts(t.data_ptr() as *const T, t.numel() as usize) }
 }
 
 /// Writes `(1 - momentum) * old + momentum * new` into a running-statistics tensor in place.
@@ -364,9 +422,10 @@ fn batch_norm_impl(
         return Ok((meta(sizes)?, meta(&[stats])?, meta(&[stats])?));
     }
     match_float!(dtype, T, A => {
-        let x = input.to_vec::<T>()?;
+        let xc = input.contiguous().call()?;
+        let x = contiguous_elements::<T>(&xc);
         let (mean, invstd) = if training {
-            let (mean, var) = channel_moments(&x, outer, c, inner)?;
+            let (mean, var) = channel_moments(x, outer, c, inner)?;
             let n = outer as f64 * inner as f64;
             if let (Some(t), Some(old)) = (running_mean, rm.as_deref()) {
                 update_running(t, old, &mean, momentum)?;
@@ -382,8 +441,7 @@ fn batch_norm_impl(
             let invstd = rv.as_deref().unwrap_or_default().iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
             (rm.clone().unwrap_or_default(), invstd)
         };
-        let y = channel_affine(&x, c, inner, &mean, &invstd, w.as_deref(), b.as_deref());
-        let out = Tensor::from_vec(y, sizes)?;
+        let out = channel_affine(x, sizes, c, inner, &mean, &invstd, w.as_deref(), b.as_deref())?;
         if training {
             let cs = [c as i64];
             Ok((out, tensor_from_f64(&mean, &cs, dtype)?, tensor_from_f64(&invstd, &cs, dtype)?))
@@ -623,9 +681,10 @@ pub fn instance_norm(
     let tile = |v: Option<Vec<f64>>| v.map(|v| v.repeat(n));
     let (w, b) = (tile(w), tile(b));
     match_float!(input.dtype(), T, A => {
-        let x = input.to_vec::<T>()?;
+        let xc = input.contiguous().call()?;
+        let x = contiguous_elements::<T>(&xc);
         let (mean, invstd) = if use_input_stats {
-            let (mean, var) = channel_moments(&x, 1, n * c, inner)?;
+            let (mean, var) = channel_moments(x, 1, n * c, inner)?;
             let cnt = inner as f64;
             let batch_avg = |v: &[f64]| -> Vec<f64> {
                 (0..c).map(|ch| (0..n).map(|i| v[i * c + ch]).sum::<f64>() / n as f64).collect()
@@ -643,8 +702,7 @@ pub fn instance_norm(
             let invstd: Vec<f64> = rv.unwrap_or_default().iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
             (rm.repeat(n), invstd.repeat(n))
         };
-        let y = channel_affine(&x, n * c, inner, &mean, &invstd, w.as_deref(), b.as_deref());
-        Tensor::from_vec(y, sizes)
+        channel_affine(x, sizes, n * c, inner, &mean, &invstd, w.as_deref(), b.as_deref())
     }, d => Err(Error::UnsupportedDtype { op: OP.into(), dtype: d }))
 }
 
@@ -719,13 +777,16 @@ pub fn native_group_norm(
     let dtype = input.dtype();
     let stat_shape = [n, group];
     match_float!(dtype, T, A => {
-        let x = input.to_vec::<T>()?;
+        let xc = input.contiguous().call()?;
+        let x = contiguous_elements::<T>(&xc);
         // The statistics of an empty input's groups can still be too many for memory.
         let rows = c10::size::numel(OP, &stat_shape)? as usize;
-        let mut out = vec![T::default(); x.len()];
         let mut mean = c10::size::try_vec_filled(f64::NAN, rows)?;
         let mut rstd = c10::size::try_vec_filled(f64::NAN, rows)?;
-        if row_len > 0 {
+        let out = fresh_cpu(input.sizes(), |out: &mut [MaybeUninit<T>]| {
+            if row_len == 0 {
+                return;
+            }
             let row = |(i, ((xr, yr), (mu, rs))): (usize, RowIo<'_, T>)| {
                 let (m, var) = moments(xr.iter().copied(), row_len);
                 let r = 1.0 / (var + eps).sqrt();
@@ -735,14 +796,13 @@ pub fn native_group_norm(
                     let scale = r * w.as_deref().map_or(1.0, |w| w[ch]);
                     let shift = b.as_deref().map_or(0.0, |b| b[ch]) - m * scale;
                     let span = k * inner..(k + 1) * inner;
-                    for (y, v) in yr[span.clone()].iter_mut().zip(&xr[span]) {
-                        *y = T::from_f64(v.to_f64() * scale + shift);
-                    }
+                    affine_span(&xr[span.clone()], &mut yr[span], scale, shift);
                 }
                 *mu = m;
                 *rs = r;
             };
             if x.len() as i64 >= GRAIN_SIZE {
+                crate::parallel::warm();
                 x.par_chunks(row_len)
                     .zip(out.par_chunks_mut(row_len))
                     .zip(mean.par_iter_mut().zip(rstd.par_iter_mut()))
@@ -755,9 +815,9 @@ pub fn native_group_norm(
                     .enumerate()
                     .for_each(row);
             }
-        }
+        })?;
         Ok((
-            Tensor::from_vec(out, input.sizes())?,
+            out,
             tensor_from_f64(&mean, &stat_shape, dtype)?,
             tensor_from_f64(&rstd, &stat_shape, dtype)?,
         ))

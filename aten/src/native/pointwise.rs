@@ -309,6 +309,7 @@ pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scala
             };
             if n > CHUNK && rayon::current_num_threads() > 1 {
                 use rayon::prelude::*;
+                crate::parallel::warm();
                 o.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK).zip(x.par_chunks(CHUNK))).for_each(body);
             } else {
                 body((o, (g, x)));

@@ -183,6 +183,7 @@ fn pool_kernel(
             }
         };
         if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
+            crate::parallel::warm();
             (0..planes).into_par_iter().for_each(plane_fn);
         } else {
             (0..planes).for_each(plane_fn);
@@ -511,6 +512,7 @@ fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[
         }
     };
     if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
+        crate::parallel::warm();
         (0..planes).into_par_iter().for_each(plane_fn);
     } else {
         (0..planes).for_each(plane_fn);
@@ -617,6 +619,7 @@ fn max_pool_backward_nd(
             Ok(())
         };
         if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
+            crate::parallel::warm();
             (0..planes).into_par_iter().try_for_each(plane_fn)?;
         } else {
             (0..planes).try_for_each(plane_fn)?;

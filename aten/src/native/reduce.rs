@@ -139,10 +139,12 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
             // SAFETY: `t` is contiguous with `rows * len` elements of type $T, alive for this call.
             let x: &[$T] = unsafe { std::slice::from_raw_parts(t.typed_data_ptr::<$T>()? as *const $T, rows * len) };
             if trailing && rows == 1 {
+                crate::parallel::warm();
                 let parts: Vec<f64> = x.par_chunks(SUM_BLOCK).map($sum).collect();
                 acc[0] = parts.iter().sum();
             } else if trailing {
                 let per = (SUM_BLOCK / len.max(1)).max(1);
+                crate::parallel::warm();
                 acc.par_chunks_mut(per).enumerate().for_each(|(c, out)| {
                     for (i, o) in out.iter_mut().enumerate() {
                         let r = c * per + i;
@@ -151,6 +153,7 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
                 });
             } else {
                 let cols = 256usize;
+                crate::parallel::warm();
                 acc.par_chunks_mut(cols).enumerate().for_each(|(c, out)| {
                     let j0 = c * cols;
                     for r in 0..rows {
@@ -782,6 +785,7 @@ fn fast_softmax(op: &'static str, t: &Tensor, dim: i64, out: ScalarType, log: bo
         )
     };
     let rows_per_task = (SUM_BLOCK / len.max(1)).max(1) * len;
+    crate::parallel::warm();
     xs.par_chunks(rows_per_task).zip(ys.par_chunks_mut(rows_per_task)).for_each(|(xb, yb)| {
         for (xr, yr) in xb.chunks(len).zip(yb.chunks_mut(len)) {
             if log {

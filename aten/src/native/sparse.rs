@@ -472,6 +472,7 @@ pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
     let mut keyed: Vec<(i64, usize)> = lin.iter().enumerate().map(|(k, &l)| (l, k)).collect();
     if nnz >= 1 << 16 && crate::parallel::get_num_threads() > 1 {
         use rayon::slice::ParallelSliceMut;
+        crate::parallel::warm();
         keyed.par_sort_unstable();
     } else {
         keyed.sort_unstable();
@@ -1940,6 +1941,7 @@ fn spmm_rows<T: c10::Element + Copy + Send + Sync>(
     };
     let body = |(r, orow): (usize, &mut [T])| row(orow, d, v, cols, start[r] as usize..start[r + 1] as usize, order);
     if cols.len() * n >= 1 << 15 && crate::parallel::get_num_threads() > 1 {
+        crate::parallel::warm();
         o.par_chunks_mut(n).enumerate().for_each(body);
     } else {
         o.chunks_mut(n).enumerate().for_each(body);

@@ -96,6 +96,7 @@ fn lines<R: Planned>(fft: &Arc<dyn Fft<R>>, data: &mut [Complex<R>], n: usize) {
     let count = data.len() / n;
     if parallel(data.len()) && count > 1 {
         let per_task = count.div_ceil(rayon::current_num_threads() * 4).max(1);
+        crate::parallel::warm();
         data.par_chunks_mut(per_task * n).for_each(run);
     } else {
         run(data);
@@ -140,6 +141,7 @@ fn columns<R: Planned>(fft: &Arc<dyn Fft<R>>, data: &mut [Complex<R>], n: usize,
         }
     };
     if parallel(len) && tasks > 1 {
+        crate::parallel::warm();
         (0..tasks).into_par_iter().for_each(task);
     } else {
         (0..tasks).for_each(task);
@@ -207,6 +209,7 @@ fn run_c2c(op: &str, x: &Tensor, dims: &[usize], forward: bool, scale: f64) -> R
         c2c_in_place(v, x.sizes(), dims, forward)?;
         if scale != 1.0 {
             let s = <R as c10::Element>::from_f64(scale);
+            crate::parallel::warm();
             v.par_iter_mut().with_min_len(1 << 14).for_each(|z| *z *= s);
         }
         Ok(out)
@@ -287,6 +290,7 @@ pub fn fft_c2r(self_: &Tensor, dim: &[i64], normalization: i64, last_dim_size: i
         let mut full = c10::size::try_vec(count * n_last)?;
         full.resize(count * n_last, zero);
         let keep = half.min(n_last / 2 + 1);
+        crate::parallel::warm();
         full.par_chunks_mut(n_last).enumerate().with_min_len(64).for_each(|(i, line)| {
             let src = &v[i * half..i * half + keep];
             line[..keep].copy_from_slice(src);

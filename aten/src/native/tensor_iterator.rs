@@ -674,6 +674,7 @@ impl<'a> TensorIterator<'a> {
         let chunks = (self.numel / GRAIN_SIZE).min(rayon::current_num_threads() as i64 * 4).max(1);
         let per = (self.numel + chunks - 1) / chunks;
         let base = &base;
+        crate::parallel::warm();
         rayon::scope(|s| {
             for c in 0..chunks {
                 let begin = c * per;
@@ -788,6 +789,7 @@ impl<'a> TensorIterator<'a> {
         let chunks = items.min(threads * 4);
         let per = (items + chunks - 1) / chunks;
         let run_item = &run_item;
+        crate::parallel::warm();
         rayon::scope(|s| {
             for c in 0..chunks {
                 let (begin, end) = (c * per, ((c + 1) * per).min(items));

@@ -141,6 +141,81 @@ fn blocked_convolutions_match_the_reference_on_any_number_of_threads() {
     }
 }
 
+/// Naive 3-d convolution of one group (NCDHW, weight [O, C, KD, KH, KW]), no bias.
+fn naive_conv3d(x: &Tensor, w: &Tensor, stride: [i64; 3], pad: [i64; 3], dil: [i64; 3]) -> (Vec<f64>, Vec<i64>) {
+    let (xs, ws) = (x.sizes(), w.sizes());
+    let (n, c, o) = (xs[0], xs[1], ws[0]);
+    let (inp, k) = ([xs[2], xs[3], xs[4]], [ws[2], ws[3], ws[4]]);
+    let out: Vec<i64> = (0..3).map(|d| (inp[d] + 2 * pad[d] - dil[d] * (k[d] - 1) - 1) / stride[d] + 1).collect();
+    let (xv, wv) = (x.to_vec::<f64>().unwrap(), w.to_vec::<f64>().unwrap());
+    let mut res = Vec::new();
+    for ni in 0..n {
+        for oi in 0..o {
+            for z in 0..out[0] {
+                for y in 0..out[1] {
+                    for q in 0..out[2] {
+                        let mut acc = 0.0;
+                        for ci in 0..c {
+                            for a in 0..k[0] {
+                                for b in 0..k[1] {
+                                    for e in 0..k[2] {
+                                        let iz = z * stride[0] - pad[0] + a * dil[0];
+                                        let iy = y * stride[1] - pad[1] + b * dil[1];
+                                        let ix = q * stride[2] - pad[2] + e * dil[2];
+                                        if iz < 0 || iz >= inp[0] || iy < 0 || iy >= inp[1] || ix < 0 || ix >= inp[2] {
+                                            continue;
+                                        }
+                                        let xi = (((ni * c + ci) * inp[0] + iz) * inp[1] + iy) * inp[2] + ix;
+                                        let wi = (((oi * c + ci) * k[0] + a) * k[1] + b) * k[2] + e;
+                                        acc += xv[xi as usize] * wv[wi as usize];
+                                    }
+                                }
+                            }
+                        }
+                        res.push(acc);
+                    }
+                }
+            }
+        }
+    }
+    (res, [vec![n, o], out].concat())
+}
+
+/// Note [Unfolding by shifted copies]: convolutions with stride 1 along H and W whose output is
+/// as wide as the input unfold each plane with one shifted copy and zero what wrapped around.
+/// Kernels wider than tall and taller than wide, dilations, one-sided and larger-than-kernel
+/// paddings along D and H, images one pixel wide or tall, 3-d inputs with a D stride, and
+/// blocked unfoldings whose blocks start mid-row all match the reference loops.
+#[test]
+fn same_width_convolutions_unfold_by_shifted_copies() {
+    // (input [N, C, D, H, W], weight [O, C, KD, KH, KW], stride, padding, dilation)
+    type Case = ([i64; 5], [i64; 5], [i64; 3], [i64; 3], [i64; 3]);
+    let cases: &[Case] = &[
+        ([2, 3, 1, 7, 6], [4, 3, 1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        ([1, 2, 1, 5, 9], [3, 2, 1, 1, 5], [1, 1, 1], [0, 0, 2], [1, 1, 1]),
+        ([1, 2, 1, 8, 4], [3, 2, 1, 5, 1], [1, 1, 1], [0, 2, 0], [1, 1, 1]),
+        ([1, 2, 1, 9, 9], [2, 2, 1, 3, 3], [1, 1, 1], [0, 2, 2], [1, 2, 2]),
+        ([1, 2, 1, 6, 7], [2, 2, 1, 3, 3], [1, 1, 1], [0, 3, 1], [1, 1, 1]),
+        ([2, 1, 1, 1, 5], [2, 1, 1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        ([1, 2, 1, 6, 1], [2, 2, 1, 3, 3], [1, 1, 1], [0, 0, 1], [1, 1, 1]),
+        ([1, 2, 5, 4, 6], [3, 2, 3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+        ([1, 2, 7, 5, 5], [2, 2, 3, 3, 3], [2, 1, 1], [2, 1, 1], [2, 1, 1]),
+        ([1, 2, 4, 3, 4], [2, 2, 2, 3, 3], [1, 1, 1], [0, 1, 1], [3, 1, 1]),
+        ([1, 24, 1, 140, 150], [3, 24, 1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+    ];
+    for (i, &(xs, ws, st, pd, dl)) in cases.iter().enumerate() {
+        let (x, w) = (rand(&xs, 40 + i as u64), rand(&ws, 50 + i as u64));
+        let (want, shape) = naive_conv3d(&x, &w, st, pd, dl);
+        assert_eq!(shape[4], xs[4], "case {i} is not as wide as its input");
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let r = pool.install(|| ops::conv3d(&x, &w, None, &st, &pd, &dl, 1)).unwrap();
+            assert_eq!(r.sizes(), &shape[..], "case {i}");
+            assert_close(&r.to_vec::<f64>().unwrap(), &want, 1e-5);
+        }
+    }
+}
+
 #[test]
 fn conv1d_unbatched_bf16_and_same_padding() {
     let x = rand(&[3, 10], 1);

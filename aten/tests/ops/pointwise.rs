@@ -268,3 +268,37 @@ fn nextafter_frexp_and_incomplete_gamma() {
         assert!((g - (1.0 - w)).abs() < 1e-14, "{q:?}");
     }
 }
+
+/// Note [Keeping the pool warm]: a parallel region started from a thread outside the pool (this
+/// test's) leaves the global pool's workers spinning, every one of them when there are two or
+/// more, none on a one-thread pool; results computed while they spin are right; and they stop,
+/// [`aten::parallel::KEEP_WARM`] after the last region anywhere in the process.
+#[test]
+fn parallel_regions_keep_the_pool_warm_for_a_while() {
+    let n = 1 << 20;
+    let x = Tensor::from_vec((0..n).map(|i| (i % 7) as f32 - 3.0).collect::<Vec<f32>>(), &[n as i64]).unwrap();
+    let threads = aten::get_num_threads();
+    let mut warm = 0;
+    for _ in 0..20 {
+        let r = ops::relu(&x).unwrap();
+        let spinning = aten::parallel::spinning_threads();
+        assert!(spinning <= threads, "{spinning} spinning of {threads}");
+        warm += usize::from(spinning > 0);
+        let got = r.to_vec::<f32>().unwrap();
+        assert!(got.iter().enumerate().all(|(i, &v)| v == ((i % 7) as f32 - 3.0).max(0.0)));
+    }
+    // (A spinner that had seen no region for a millisecond may end just as one starts.)
+    if threads >= 2 {
+        assert!(warm >= 10, "spinning after {warm} of 20 regions");
+    } else {
+        assert_eq!(warm, 0);
+    }
+    // Other tests of this binary start regions too; once they are done (or idle for a
+    // millisecond) the spinners end.
+    let start = std::time::Instant::now();
+    while aten::parallel::spinning_threads() != 0 {
+        assert!(start.elapsed().as_secs() < 300, "the workers still spin after 300 s");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(ops::relu(&x).unwrap().to_vec::<f32>().unwrap()[3] == 0.0);
+}

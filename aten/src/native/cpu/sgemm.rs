@@ -366,6 +366,7 @@ unsafe fn blocked_shared<K: Micro>(p: Product) {
         // Depth block `pc` of the packed rows starts at `panels_a * MR * pc`, panel `ip` of it
         // `ip * MR * kc` further.
         let apack = SendPtr(aligned(&mut shared, panels_a * mr * k));
+        crate::parallel::warm();
         (0..depth_blocks * panels_a).into_par_iter().with_min_len(8).for_each(|t| {
             let (p, apack) = (p.get(), apack.get());
             let (pc, ip) = ((t / panels_a) * kcb, t % panels_a);
@@ -374,6 +375,7 @@ unsafe fn blocked_shared<K: Micro>(p: Product) {
             // (panels_a * MR * k floats); the ISA per the contract.
             unsafe { p.pack_a_panel::<K>(ic + ip * mr, pc, kc, apack.add(panels_a * mr * pc + ip * mr * kc)) };
         });
+        crate::parallel::warm();
         (0..tasks).into_par_iter().with_max_len(1).for_each(|t| {
             let (p, apack) = (p.get(), apack.get());
             let (j_start, j_end) = (t * panels_b / tasks * nr, ((t + 1) * panels_b / tasks * nr).min(n));
