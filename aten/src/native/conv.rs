@@ -310,11 +310,18 @@ unsafe fn unfold_shifted<T: Copy + num_traits::Zero>(
                 unsafe { *dst.add(p - range.start) = z };
             }
         };
-        if lo > 0 || hi < ow {
-            for row in c_lo / ow..c_hi.div_ceil(ow) {
+        if (lo > 0 || hi < ow) && c_hi > c_lo {
+            let (first, last) = (c_lo / ow, (c_hi - 1) / ow);
+            for row in first..=last {
                 let rs = row * ow;
-                zero_each(rs.clamp(c_lo, c_hi), (rs + lo).clamp(c_lo, c_hi));
-                zero_each((rs + hi).clamp(c_lo, c_hi), (rs + ow).clamp(c_lo, c_hi));
+                if row == first || row == last {
+                    zero_each(rs.clamp(c_lo, c_hi), (rs + lo).clamp(c_lo, c_hi));
+                    zero_each((rs + hi).clamp(c_lo, c_hi), (rs + ow).clamp(c_lo, c_hi));
+                } else {
+                    // A whole output row inside the copy.
+                    zero_each(rs, rs + lo);
+                    zero_each(rs + hi, rs + ow);
+                }
             }
         }
     }
