@@ -146,6 +146,8 @@ enum Builtin {
     Uninitialized,
     /// `aten::__is__` / `aten::__isnot__` (`true`: `is not`).
     Is(bool),
+    /// `aten::eq` / `aten::ne` of two strings or lists, by value (`true`: `!=`).
+    ValueEq(bool),
     /// `aten::append`: the list with one more element (Note [Functional lists]).
     Append,
     /// `aten::format`: `"{}"` fields replaced by the arguments.
@@ -443,7 +445,7 @@ fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
         "aten::eq" | "aten::ne"
             if ins.len() == 2 && (0..2).all(|k| matches!(ty(k), JitType::Str | JitType::List(_))) =>
         {
-            Builtin::Is(kind == "aten::ne")
+            Builtin::ValueEq(kind == "aten::ne")
         }
         "aten::slice" if ins.len() == 4 && matches!(ty(0), JitType::List(_)) => Builtin::ListSlice,
         "aten::warn" => Builtin::Warn,
@@ -1327,11 +1329,15 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
                 (IValue::None, IValue::None) => true,
                 (IValue::None, _) | (_, IValue::None) => false,
                 (IValue::Tensor(x), IValue::Tensor(y)) => x.is_same(y),
-                // Strings compare by value (the emitter's `==` of two strs).
-                (IValue::Str(x), IValue::Str(y)) => x == y,
-                (x, y) => format!("{x:?}") == format!("{y:?}"),
+                // Strings and other values compare by value (`x is "a"` is rare, and what
+                // Python gives there depends on interning).
+                (x, y) => values_equal(x, y).unwrap_or(false),
             };
             one(IValue::Bool(same != negate))
+        }
+        Builtin::ValueEq(negate) => {
+            let [a, b] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("`==` takes two values"))?;
+            one(IValue::Bool(values_equal(&a, &b)? != negate))
         }
         Builtin::Append => {
             let [list, x] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("append takes a list and a value"))?;
@@ -1539,5 +1545,66 @@ fn arith_eval(op: ArithOp, vals: &[IValue]) -> Result<IValue> {
         Remainder => IValue::Double(x - (x / y).floor() * y),
         Pow => IValue::Double(x.powf(y)),
         cmp => IValue::Bool(compare(cmp, x, y, 0.0)),
+    })
+}
+
+/// Python's `==` of two non-tensor values, as TorchScript's `aten::eq.int_list`, `eq.str`, ...
+/// give it: numbers by value whatever their kind (`1 == 1.0`, `True == 1`; `nan != nan`,
+/// `0.0 == -0.0`), strings by value, lists and tuples element by element. A tensor inside has
+/// no `==` that gives one bool: an error, as `bool()` of its elementwise result would be.
+fn values_equal(a: &IValue, b: &IValue) -> Result<bool> {
+    let number = |v: &IValue| match v {
+        IValue::Int(i) => Some(*i as f64),
+        IValue::Double(d) => Some(*d),
+        IValue::Bool(x) => Some(f64::from(u8::from(*x))),
+        _ => None,
+    };
+    // The elements of any list or tuple, as values.
+    let items = |v: &IValue| -> Option<Vec<IValue>> {
+        Some(match v {
+            IValue::IntList(l) => l.iter().map(|&i| IValue::Int(i)).collect(),
+            IValue::DoubleList(l) => l.iter().map(|&d| IValue::Double(d)).collect(),
+            IValue::BoolList(l) => l.iter().map(|&x| IValue::Bool(x)).collect(),
+            IValue::TensorList(l) => l.iter().cloned().map(IValue::Tensor).collect(),
+            IValue::Tuple(l) => l.clone(),
+            _ => return None,
+        })
+    };
+    Ok(match (a, b) {
+        (IValue::None, IValue::None) => true,
+        (IValue::Str(x), IValue::Str(y)) => x == y,
+        (IValue::Tensor(_), _) | (_, IValue::Tensor(_)) => {
+            return Err(run_error("`==` of values holding tensors: compare the tensors with torch.equal"))
+        }
+        _ => {
+            if let (Some(x), Some(y)) = (number(a), number(b)) {
+                // Integers beyond 2^53 compare exactly.
+                return Ok(match (a, b) {
+                    (IValue::Int(i), IValue::Int(j)) => i == j,
+                    _ => x == y,
+                });
+            }
+            match (items(a), items(b)) {
+                (Some(x), Some(y)) => {
+                    if x.len() != y.len() {
+                        return Ok(false);
+                    }
+                    for (u, v) in x.iter().zip(&y) {
+                        if !values_equal(u, v)? {
+                            return Ok(false);
+                        }
+                    }
+                    true
+                }
+                _ => match (a, b) {
+                    (IValue::ScalarType(x), IValue::ScalarType(y)) => x == y,
+                    (IValue::Device(x), IValue::Device(y)) => x == y,
+                    (IValue::Layout(x), IValue::Layout(y)) => x == y,
+                    (IValue::MemoryFormat(x), IValue::MemoryFormat(y)) => x == y,
+                    // Values of different kinds (`None == 1`, `"a" == [1]`) are unequal.
+                    _ => false,
+                },
+            }
+        }
     })
 }

@@ -373,6 +373,31 @@ def f(x: Tensor, mode: str) -> Tensor:
     assert!(err.contains("ValueError: unknown mode odd"), "{err}");
 }
 
+/// `==` of lists compares their elements as Python does: numbers by value whatever their kind,
+/// `nan` unequal to itself and `-0.0` equal to `0.0` (as TorchScript's `aten::eq.float_list`
+/// gives them: `[nan] == [nan]` is false there), lengths first; `!=` is its negation. (PyTorch's
+/// compiler refuses `==` of an `int` list and a `float` list; ours gives Python's answer.)
+#[test]
+fn lists_compare_by_their_values() {
+    let src = "
+def f(a: List[int], b: List[float], c: List[bool], d: List[float]):
+    return a == b, a != b, b == d, a == c, b != c
+";
+    let m = jit::script(src).unwrap();
+    let run = |a: Vec<i64>, b: Vec<f64>, c: Vec<bool>, d: Vec<f64>| -> Vec<bool> {
+        let args = [IValue::IntList(a), IValue::DoubleList(b), IValue::BoolList(c), IValue::DoubleList(d)];
+        let out = m.forward_values(&args).unwrap();
+        let IValue::Tuple(items) = &out[0] else { panic!("{out:?}") };
+        items.iter().map(|v| matches!(v, IValue::Bool(true))).collect()
+    };
+    let nan = f64::NAN;
+    assert_eq!(run(vec![1, 0], vec![1.0, 0.0], vec![true, false], vec![1.0, 0.0]), [true, false, true, true, false]);
+    assert_eq!(run(vec![1, 0], vec![1.0, -0.0], vec![true, true], vec![1.0, 0.0]), [true, false, true, false, true]);
+    assert_eq!(run(vec![1], vec![nan], vec![true], vec![nan]), [false, true, false, true, true]);
+    assert_eq!(run(vec![1, 2], vec![1.0], vec![true, false], vec![1.0]), [false, true, true, false, true]);
+    assert_eq!(run(vec![], vec![], vec![], vec![]), [true, false, true, true, false]);
+}
+
 #[test]
 fn strings_lists_and_numbers_have_their_python_operations() {
     // What PyTorch's scripted nn modules use: `mode == "area"`, `str + str`, list slices and
