@@ -14294,6 +14294,14 @@ pub fn register_meta(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::native_group_norm::NAME,
+        DispatchKey::Meta,
+        handles::native_group_norm::kernel(|_ks, input, weight, bias, n, c, hxw, group, eps| {
+            crate::native::normalization::native_group_norm(input, weight, bias, n, c, hxw, group, eps)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::erfinv::NAME,
         DispatchKey::Meta,
         handles::erfinv::kernel(|_ks, self_| crate::native::unary::erfinv(self_)),

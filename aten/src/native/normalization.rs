@@ -232,7 +232,7 @@ pub fn native_layer_norm(
     match_float!(input.dtype(), T, A => {
         let xc = input.contiguous().call()?;
         let (y, mean, rstd) =
-            layer_norm_rows(contiguous_elements::<T>(&xc), input.sizes(), n as usize, w.as_deref(), b.as_deref(), eps)?;
+            layer_norm_rows(contiguous_elements::<T>(OP, &xc)?, input.sizes(), n as usize, w.as_deref(), b.as_deref(), eps)?;
         Ok((
             y,
             tensor_from_f64(&mean, &stat_shape, input.dtype())?,
@@ -365,15 +365,23 @@ fn fresh_cpu<T: Element>(sizes: &[i64], fill: impl FnOnce(&mut [MaybeUninit<T>])
     Ok(out)
 }
 
-/// The elements of a contiguous CPU tensor whose dtype is `T`'s, borrowed from its storage.
-fn contiguous_elements<T: Element>(t: &Tensor) -> &[T] {
-    assert!(
-        t.is_contiguous() && t.dtype() == T::DTYPE && t.device().is_cpu(),
-        "contiguous_elements: checked by the callers"
-    );
-    // SAFETY: a contiguous CPU tensor of dtype T addresses numel adjacent Ts from its data
-    // pointer, inside its storage, which lives at least as long as the borrow of `t`.
-    unsafe { std::slice::from_raw_parts(t.data_ptr() as *const T, t.numel() as usize) }
+/// The elements of a contiguous CPU tensor whose dtype is `T`'s, borrowed from its storage; an
+/// error for any other tensor (a meta or sparse one that reached a CPU kernel).
+fn contiguous_elements<'a, T: Element>(op: &str, t: &'a Tensor) -> Result<&'a [T]> {
+    if !(t.is_contiguous() && t.dtype() == T::DTYPE && t.device().is_cpu() && t.layout() == c10::Layout::Strided) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "expected a contiguous strided CPU tensor of {:?}, got {:?} on {}",
+                T::DTYPE,
+                t.dtype(),
+                t.device()
+            ),
+        ));
+    }
+    // SAFETY: a contiguous strided CPU tensor of dtype T addresses numel adjacent Ts from its
+    // data pointer, inside its storage, which lives at least as long as the borrow of `t`.
+    Ok(unsafe { std::slice::from_raw_parts(t.data_ptr() as *const T, t.numel() as usize) })
 }
 
 /// Writes `(1 - momentum) * old + momentum * new` into a running-statistics tensor in place.
@@ -423,7 +431,7 @@ fn batch_norm_impl(
     }
     match_float!(dtype, T, A => {
         let xc = input.contiguous().call()?;
-        let x = contiguous_elements::<T>(&xc);
+        let x = contiguous_elements::<T>(op, &xc)?;
         let (mean, invstd) = if training {
             let (mean, var) = channel_moments(x, outer, c, inner)?;
             let n = outer as f64 * inner as f64;
@@ -682,7 +690,7 @@ pub fn instance_norm(
     let (w, b) = (tile(w), tile(b));
     match_float!(input.dtype(), T, A => {
         let xc = input.contiguous().call()?;
-        let x = contiguous_elements::<T>(&xc);
+        let x = contiguous_elements::<T>(OP, &xc)?;
         let (mean, invstd) = if use_input_stats {
             let (mean, var) = channel_moments(x, 1, n * c, inner)?;
             let cnt = inner as f64;
@@ -776,9 +784,15 @@ pub fn native_group_norm(
     let row_len = cg * inner;
     let dtype = input.dtype();
     let stat_shape = [n, group];
+    if input.device().is_meta() {
+        // Note [Meta loops]: shapes only.
+        crate::native::check_device(OP, input.device(), [weight, bias].into_iter().flatten())?;
+        let meta = |shape: &[i64]| Tensor::empty_uninit(shape, dtype, input.device());
+        return Ok((meta(input.sizes())?, meta(&stat_shape)?, meta(&stat_shape)?));
+    }
     match_float!(dtype, T, A => {
         let xc = input.contiguous().call()?;
-        let x = contiguous_elements::<T>(&xc);
+        let x = contiguous_elements::<T>(OP, &xc)?;
         // The statistics of an empty input's groups can still be too many for memory.
         let rows = c10::size::numel(OP, &stat_shape)? as usize;
         let mut mean = c10::size::try_vec_filled(f64::NAN, rows)?;

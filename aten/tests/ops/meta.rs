@@ -84,6 +84,13 @@ fn convolution_pooling_and_normalization() {
     let cpu_w = ops::ones(&[3], Some(ScalarType::F32), None, None, None).unwrap();
     let e = ops::native_batch_norm(&meta(&[2, 3]), Some(&cpu_w), None, None, None, true, 0.1, 1e-5).unwrap_err();
     assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");
+    // Group norm: the output and the [N, group] statistics; a CPU weight is a mismatch too.
+    let (o, mean, rstd) = ops::native_group_norm(&y, None, None, 8, 16, 15 * 26, 4, 1e-5).unwrap();
+    assert_eq!((o.sizes(), mean.sizes(), rstd.sizes()), (y.sizes(), &[8, 4][..], &[8, 4][..]));
+    assert!(o.device().is_meta() && mean.device().is_meta());
+    let cpu_w = ops::ones(&[16], Some(ScalarType::F32), None, None, None).unwrap();
+    let e = ops::native_group_norm(&y, Some(&cpu_w), None, 8, 16, 15 * 26, 4, 1e-5).unwrap_err();
+    assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");
 }
 
 #[test]
