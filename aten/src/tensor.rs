@@ -346,6 +346,33 @@ impl Tensor {
         Err(Error::invalid(op, "Cannot access data pointer of Tensor that doesn't have storage"))
     }
 
+    /// The elements of a contiguous strided CPU tensor of `T`'s dtype, borrowed from its storage
+    /// (row-major); an error naming `op` for any other tensor (another dtype or device, a
+    /// non-contiguous view, a sparse tensor). The one checked way CPU kernels read a whole
+    /// tensor in place.
+    pub fn as_slice<T: Element>(&self, op: &str) -> Result<&[T]> {
+        if !(self.is_contiguous()
+            && self.dtype() == T::DTYPE
+            && self.device().is_cpu()
+            && self.layout() == c10::Layout::Strided)
+        {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "expected a contiguous strided CPU tensor of {:?}, got {:?} on {}{}",
+                    T::DTYPE,
+                    self.dtype(),
+                    self.device(),
+                    if self.is_contiguous() { "" } else { " (not contiguous)" }
+                ),
+            ));
+        }
+        // SAFETY: a contiguous strided CPU tensor of dtype T addresses numel adjacent Ts from
+        // its data pointer, inside its storage (invariant of TensorImpl construction), and the
+        // storage lives at least as long as the borrow of `self`.
+        Ok(unsafe { std::slice::from_raw_parts(self.data_ptr() as *const T, self.numel() as usize) })
+    }
+
     /// Element 0 as a typed pointer, checking the dtype.
     pub fn typed_data_ptr<T: Element>(&self) -> Result<*mut T> {
         self.check_storage("data_ptr")?;
@@ -366,10 +393,7 @@ impl Tensor {
         // An expanded tensor can have far more elements than memory holds: an error, not an abort.
         let mut out = c10::size::try_vec(self.numel() as usize)?;
         if self.dtype() == T::DTYPE && self.is_contiguous() {
-            // SAFETY: a contiguous tensor of dtype T addresses numel adjacent Ts from its data
-            // pointer, inside its storage (invariant of TensorImpl construction).
-            let all = unsafe { std::slice::from_raw_parts(self.data_ptr() as *const T, self.numel() as usize) };
-            out.extend_from_slice(all);
+            out.extend_from_slice(self.as_slice::<T>("tolist")?);
             return Ok(out);
         }
         c10::dispatch_all_types!(self.dtype(), S => {

@@ -4,7 +4,7 @@
 
 use std::any::Any;
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -113,7 +113,10 @@ pub struct TensorImpl {
     key_set: DispatchKeySet,
     /// Set when first needed (a view is made, a version is bumped or read by autograd), so fresh
     /// results of out-of-place operators never allocate one. Empty forever for inference tensors.
-    version_counter: OnceLock<VersionCounter>,
+    /// A view is made with its base's counter: a `SetOnce` made full costs a store, where
+    /// `OnceLock::from` went through `Once::call` (Note [SetOnce instead of OnceLock]; 3% of a
+    /// GRU loop's time was that call for the views of each step's `addmm`).
+    version_counter: SetOnce<VersionCounter>,
     is_inference: bool,
     /// Written once (Note [SetOnce instead of OnceLock]).
     autograd_meta: SetOnce<Box<dyn AutogradMetaInterface>>,
@@ -227,7 +230,7 @@ impl TensorImpl {
             numel,
             key_set,
             is_inference: version_counter.is_none(),
-            version_counter: version_counter.map_or_else(OnceLock::new, OnceLock::from),
+            version_counter: version_counter.map_or_else(SetOnce::new, SetOnce::with),
             autograd_meta: SetOnce::new(),
             dtype,
             is_wrapped_number: false,
@@ -318,7 +321,7 @@ impl TensorImpl {
             std::ptr::addr_of_mut!((*p).storage_offset).write(0);
             std::ptr::addr_of_mut!((*p).numel).write(numel);
             std::ptr::addr_of_mut!((*p).key_set).write(key_set);
-            std::ptr::addr_of_mut!((*p).version_counter).write(OnceLock::new());
+            std::ptr::addr_of_mut!((*p).version_counter).write(SetOnce::new());
             std::ptr::addr_of_mut!((*p).is_inference).write(is_inference);
             std::ptr::addr_of_mut!((*p).autograd_meta).write(SetOnce::new());
             std::ptr::addr_of_mut!((*p).dtype).write(dtype);
@@ -459,7 +462,7 @@ impl TensorImpl {
         if self.is_inference {
             return None;
         }
-        Some(self.version_counter.get_or_init(VersionCounter::new))
+        Some(self.version_counter.get_or_set_with(VersionCounter::new))
     }
     /// The current version without creating a counter (0 when none exists yet).
     #[inline]

@@ -1323,17 +1323,7 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
         Builtin::Uninitialized => one(IValue::None),
         Builtin::Is(negate) => {
             let [a, b] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("`is` takes two values"))?;
-            // Only `None` has an identity a graph can test (`x is None`); two tensors are the
-            // same object when they share their implementation.
-            let same = match (&a, &b) {
-                (IValue::None, IValue::None) => true,
-                (IValue::None, _) | (_, IValue::None) => false,
-                (IValue::Tensor(x), IValue::Tensor(y)) => x.is_same(y),
-                // Strings and other values compare by value (`x is "a"` is rare, and what
-                // Python gives there depends on interning).
-                (x, y) => values_equal(x, y).unwrap_or(false),
-            };
-            one(IValue::Bool(same != negate))
+            one(IValue::Bool(same_object(&a, &b)? != negate))
         }
         Builtin::ValueEq(negate) => {
             let [a, b] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("`==` takes two values"))?;
@@ -1545,6 +1535,44 @@ fn arith_eval(op: ArithOp, vals: &[IValue]) -> Result<IValue> {
         Remainder => IValue::Double(x - (x / y).floor() * y),
         Pow => IValue::Double(x.powf(y)),
         cmp => IValue::Bool(compare(cmp, x, y, 0.0)),
+    })
+}
+
+/// Python's `a is b` as far as values carry an identity: `None` is itself; two tensors are the
+/// same object when they share their implementation, and a tensor is never a value of another
+/// kind; lists and tuples of tensors are taken as the same when their elements are, one by
+/// one (a graph does not keep the identity of the containers themselves); strings and numbers
+/// compare by value (`x is "a"` is rare, and what Python gives there depends on interning).
+fn same_object(a: &IValue, b: &IValue) -> Result<bool> {
+    Ok(match (a, b) {
+        (IValue::None, IValue::None) => true,
+        (IValue::None, _) | (_, IValue::None) => false,
+        (IValue::Tensor(x), IValue::Tensor(y)) => x.is_same(y),
+        (IValue::Tensor(_), _) | (_, IValue::Tensor(_)) => false,
+        (IValue::TensorList(x), IValue::TensorList(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(u, v)| u.is_same(v))
+        }
+        (IValue::OptionalTensorList(x), IValue::OptionalTensorList(y)) => {
+            x.len() == y.len()
+                && x.iter().zip(y).all(|(u, v)| match (u, v) {
+                    (Some(u), Some(v)) => u.is_same(v),
+                    (u, v) => u.is_none() && v.is_none(),
+                })
+        }
+        (IValue::Tuple(x), IValue::Tuple(y)) => {
+            if x.len() != y.len() {
+                return Ok(false);
+            }
+            for (u, v) in x.iter().zip(y) {
+                if !same_object(u, v)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+        (IValue::TensorList(_) | IValue::OptionalTensorList(_) | IValue::Tuple(_), _)
+        | (_, IValue::TensorList(_) | IValue::OptionalTensorList(_) | IValue::Tuple(_)) => false,
+        (x, y) => values_equal(x, y)?,
     })
 }
 

@@ -232,7 +232,7 @@ pub fn native_layer_norm(
     match_float!(input.dtype(), T, A => {
         let xc = input.contiguous().call()?;
         let (y, mean, rstd) =
-            layer_norm_rows(contiguous_elements::<T>(OP, &xc)?, input.sizes(), n as usize, w.as_deref(), b.as_deref(), eps)?;
+            layer_norm_rows(xc.as_slice::<T>(OP)?, input.sizes(), n as usize, w.as_deref(), b.as_deref(), eps)?;
         Ok((
             y,
             tensor_from_f64(&mean, &stat_shape, input.dtype())?,
@@ -365,25 +365,6 @@ fn fresh_cpu<T: Element>(sizes: &[i64], fill: impl FnOnce(&mut [MaybeUninit<T>])
     Ok(out)
 }
 
-/// The elements of a contiguous CPU tensor whose dtype is `T`'s, borrowed from its storage; an
-/// error for any other tensor (a meta or sparse one that reached a CPU kernel).
-fn contiguous_elements<'a, T: Element>(op: &str, t: &'a Tensor) -> Result<&'a [T]> {
-    if !(t.is_contiguous() && t.dtype() == T::DTYPE && t.device().is_cpu() && t.layout() == c10::Layout::Strided) {
-        return Err(Error::invalid(
-            op,
-            format!(
-                "expected a contiguous strided CPU tensor of {:?}, got {:?} on {}",
-                T::DTYPE,
-                t.dtype(),
-                t.device()
-            ),
-        ));
-    }
-    // SAFETY: a contiguous strided CPU tensor of dtype T addresses numel adjacent Ts from its
-    // data pointer, inside its storage, which lives at least as long as the borrow of `t`.
-    Ok(unsafe { std::slice::from_raw_parts(t.data_ptr() as *const T, t.numel() as usize) })
-}
-
 /// Writes `(1 - momentum) * old + momentum * new` into a running-statistics tensor in place.
 fn update_running(t: &Tensor, old: &[f64], new: &[f64], momentum: f64) -> Result<()> {
     let v: Vec<f64> = old.iter().zip(new).map(|(o, n)| (1.0 - momentum) * o + momentum * n).collect();
@@ -431,7 +412,7 @@ fn batch_norm_impl(
     }
     match_float!(dtype, T, A => {
         let xc = input.contiguous().call()?;
-        let x = contiguous_elements::<T>(op, &xc)?;
+        let x = xc.as_slice::<T>(op)?;
         let (mean, invstd) = if training {
             let (mean, var) = channel_moments(x, outer, c, inner)?;
             let n = outer as f64 * inner as f64;
@@ -690,7 +671,7 @@ pub fn instance_norm(
     let (w, b) = (tile(w), tile(b));
     match_float!(input.dtype(), T, A => {
         let xc = input.contiguous().call()?;
-        let x = contiguous_elements::<T>(OP, &xc)?;
+        let x = xc.as_slice::<T>(OP)?;
         let (mean, invstd) = if use_input_stats {
             let (mean, var) = channel_moments(x, 1, n * c, inner)?;
             let cnt = inner as f64;
@@ -792,7 +773,7 @@ pub fn native_group_norm(
     }
     match_float!(dtype, T, A => {
         let xc = input.contiguous().call()?;
-        let x = contiguous_elements::<T>(OP, &xc)?;
+        let x = xc.as_slice::<T>(OP)?;
         // The statistics of an empty input's groups can still be too many for memory.
         let rows = c10::size::numel(OP, &stat_shape)? as usize;
         let mut mean = c10::size::try_vec_filled(f64::NAN, rows)?;

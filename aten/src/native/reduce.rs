@@ -109,7 +109,12 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
     use crate::native::cpu::vec;
     use rayon::prelude::*;
     let dt = t.dtype();
-    if !matches!(dt, ScalarType::F32 | ScalarType::F64) || !t.is_contiguous() || t.dim() == 0 {
+    if !matches!(dt, ScalarType::F32 | ScalarType::F64)
+        || !t.is_contiguous()
+        || t.dim() == 0
+        || !t.device().is_cpu()
+        || t.layout() != c10::Layout::Strided
+    {
         return Ok(None);
     }
     let n = t.dim();
@@ -136,8 +141,7 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
     let mut acc = c10::size::try_vec_filled(0f64, nout)?;
     macro_rules! go {
         ($T:ty, $sum:path, $add_row:path) => {{
-            // SAFETY: `t` is contiguous with `rows * len` elements of type $T, alive for this call.
-            let x: &[$T] = unsafe { std::slice::from_raw_parts(t.typed_data_ptr::<$T>()? as *const $T, rows * len) };
+            let x: &[$T] = t.as_slice::<$T>("sum")?;
             if trailing && rows == 1 {
                 crate::parallel::warm();
                 let parts: Vec<f64> = x.par_chunks(SUM_BLOCK).map($sum).collect();

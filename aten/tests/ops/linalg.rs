@@ -139,6 +139,47 @@ fn bmm_addmm_baddbmm_addbmm() {
     assert_close(&r.to_vec::<f64>().unwrap(), &sum, 1e-5);
 }
 
+/// `addmm`'s `self` broadcast to the product's shape in every form (0-d, a row, `[1, n]`, a
+/// column, the whole matrix, a non-contiguous one), for float and integer dtypes: the row
+/// broadcasts take the whole-row copy, the others the strided one; both must agree with the
+/// reference sum.
+#[test]
+fn addmm_broadcasts_self_in_every_form() {
+    let (m, k, n) = (3usize, 4usize, 5usize);
+    let a = rand(&[m as i64, k as i64], 31);
+    let b = rand(&[k as i64, n as i64], 32);
+    let prod = naive_mm(&a.to_vec::<f64>().unwrap(), &b.to_vec::<f64>().unwrap(), m, k, n);
+    let full = rand(&[m as i64, n as i64], 33);
+    let fv = full.to_vec::<f64>().unwrap();
+    // Each `self` with its value at (i, j).
+    type Expected<'a> = Box<dyn Fn(usize, usize) -> f64 + 'a>;
+    let cases: Vec<(Tensor, Expected)> = vec![
+        (Tensor::scalar_tensor(0.25f32), Box::new(|_, _| 0.25)),
+        (ops::select(&full, 0, 1).unwrap(), Box::new(|_, j| fv[n + j])),
+        (ops::narrow(&full, 0, 2, 1).unwrap(), Box::new(|_, j| fv[2 * n + j])),
+        (ops::narrow(&full, 1, 3, 1).unwrap(), Box::new(|i, _| fv[i * n + 3])),
+        (full.clone(), Box::new(|i, j| fv[i * n + j])),
+        (ops::t(&ops::t(&full).unwrap().contiguous().call().unwrap()).unwrap(), Box::new(|i, j| fv[i * n + j])),
+    ];
+    for (c, (bias, want)) in cases.iter().enumerate() {
+        let r = ops::addmm(bias, &a, &b, Scalar::Float(2.0), Scalar::Int(1)).unwrap();
+        assert_eq!(r.sizes(), &[m as i64, n as i64], "case {c}");
+        assert_eq!(r.dtype(), ScalarType::F32, "case {c}");
+        let expect: Vec<f64> = (0..m * n).map(|e| 2.0 * want(e / n, e % n) + prod[e]).collect();
+        assert_close(&r.to_vec::<f64>().unwrap(), &expect, 1e-5);
+    }
+    // Integers: a row bias of int64 under an int64 product.
+    let ai = Tensor::from_vec((0..6i64).collect::<Vec<_>>(), &[2, 3]).unwrap();
+    let bi = Tensor::from_vec((0..6i64).map(|v| v - 2).collect::<Vec<_>>(), &[3, 2]).unwrap();
+    let r = ops::addmm(&Tensor::from_slice(&[10i64, 20]), &ai, &bi, Scalar::Int(1), Scalar::Int(1)).unwrap();
+    assert_eq!(r.dtype(), ScalarType::I64);
+    // [[0,1,2],[3,4,5]] @ [[-2,-1],[0,1],[2,3]] = [[4,7],[4,16]].
+    assert_eq!(r.to_vec::<i64>().unwrap(), vec![14, 27, 14, 36]);
+    // A bias that does not broadcast is the shape error it was.
+    let e = ops::addmm(&Tensor::from_slice(&[1.0f32, 2.0]), &a, &b, Scalar::Int(1), Scalar::Int(1)).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e:?}");
+}
+
 #[test]
 fn matmul_rank_rules() {
     let v3 = rand(&[3], 9);

@@ -398,6 +398,37 @@ def f(a: List[int], b: List[float], c: List[bool], d: List[float]):
     assert_eq!(run(vec![], vec![], vec![], vec![]), [true, false, true, true, false]);
 }
 
+/// `is` / `is not` as Python answers them for the values a graph holds: a tensor is itself and
+/// not its copy, never a value of another kind; `None` only is `None`; lists of the same
+/// tensors are taken as the same (a graph does not keep lists' identity).
+#[test]
+fn is_compares_identity() {
+    let src = "
+def f(x: Tensor, y: Tensor, n: Optional[Tensor]):
+    z = x
+    a = [x, y]
+    b = [x, y]
+    c = [y, x]
+    return x is z, x is y, x is not y, n is None, x is None, a is b, a is c, (1, 2) is (1, 2)
+";
+    let m = jit::script(src).unwrap();
+    let x = t(&[1.0, 2.0]);
+    let copy = aten::ops::clone(&x, None).unwrap();
+    let run = |y: &Tensor, n: IValue| -> Vec<bool> {
+        let out = m.forward_values(&[IValue::Tensor(x.clone()), IValue::Tensor(y.clone()), n]).unwrap();
+        let IValue::Tuple(items) = &out[0] else { panic!("{out:?}") };
+        items
+            .iter()
+            .map(|v| match v {
+                IValue::Bool(b) => *b,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(run(&copy, IValue::None), [true, false, true, true, false, true, false, true]);
+    assert_eq!(run(&x, IValue::Tensor(x.clone())), [true, true, false, false, false, true, true, true]);
+}
+
 #[test]
 fn strings_lists_and_numbers_have_their_python_operations() {
     // What PyTorch's scripted nn modules use: `mode == "area"`, `str + str`, list slices and
