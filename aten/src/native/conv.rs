@@ -584,9 +584,7 @@ fn conv_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Te
         }
     };
     if threads > 1 && items >= threads {
-        use rayon::prelude::*;
-        crate::parallel::warm();
-        (0..items).into_par_iter().try_for_each_init(buffer, |columns, it| {
+        crate::parallel::try_for_each_init(items, buffer, |columns, it| {
             let columns = columns.as_ref().map_err(Clone::clone)?;
             run(columns, it, Parallelism::None);
             Ok(())

@@ -280,12 +280,11 @@ fn channel_moments<T: Element>(x: &[T], outer: usize, c: usize, inner: usize) ->
     };
     // Sized fallibly (Note [Fallible scratch buffers] in c10): an empty input can still have a
     // huge channel count.
-    let mut pairs = c10::size::try_vec::<(f64, f64)>(c)?;
+    let mut pairs = c10::size::try_vec_filled((0.0f64, 0.0f64), c)?;
     if x.len() as i64 >= GRAIN_SIZE {
-        crate::parallel::warm();
-        pairs.par_extend((0..c).into_par_iter().map(stats));
+        crate::parallel::for_each_chunk_mut(&mut pairs, 1, |ch, p| p[0] = stats(ch));
     } else {
-        pairs.extend((0..c).map(stats));
+        pairs.iter_mut().enumerate().for_each(|(ch, p)| *p = stats(ch));
     }
     let (mut mean, mut var) = (c10::size::try_vec(c)?, c10::size::try_vec(c)?);
     for (m, v) in pairs {
@@ -319,8 +318,7 @@ fn channel_affine<T: Element>(
             affine_span(xr, yr, scale, shift);
         };
         if x.len() as i64 >= GRAIN_SIZE {
-            crate::parallel::warm();
-            x.par_chunks(inner).zip(y.par_chunks_mut(inner)).enumerate().for_each(plane);
+            crate::parallel::for_each_chunk_mut(y, inner, |i, yr| plane((i, (&x[i * inner..][..yr.len()], yr))));
         } else {
             x.chunks(inner).zip(y.chunks_mut(inner)).enumerate().for_each(plane);
         }

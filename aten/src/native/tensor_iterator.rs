@@ -674,15 +674,10 @@ impl<'a> TensorIterator<'a> {
         let chunks = (self.numel / GRAIN_SIZE).min(rayon::current_num_threads() as i64 * 4).max(1);
         let per = (self.numel + chunks - 1) / chunks;
         let base = &base;
-        crate::parallel::warm();
-        rayon::scope(|s| {
-            for c in 0..chunks {
-                let begin = c * per;
-                let end = ((c + 1) * per).min(self.numel);
-                if begin >= end {
-                    continue;
-                }
-                s.spawn(move |_| self.run_range(&base.0, begin, end, f));
+        crate::parallel::for_each(chunks as usize, |c| {
+            let (begin, end) = (c as i64 * per, ((c as i64 + 1) * per).min(self.numel));
+            if begin < end {
+                self.run_range(&base.0, begin, end, f);
             }
         });
     }
@@ -788,15 +783,9 @@ impl<'a> TensorIterator<'a> {
         }
         let chunks = items.min(threads * 4);
         let per = (items + chunks - 1) / chunks;
-        let run_item = &run_item;
-        crate::parallel::warm();
-        rayon::scope(|s| {
-            for c in 0..chunks {
-                let (begin, end) = (c * per, ((c + 1) * per).min(items));
-                if begin < end {
-                    s.spawn(move |_| (begin..end).for_each(run_item));
-                }
-            }
+        crate::parallel::for_each(chunks as usize, |c| {
+            let (begin, end) = (c as i64 * per, ((c as i64 + 1) * per).min(items));
+            (begin..end).for_each(&run_item);
         });
     }
 
