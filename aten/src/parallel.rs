@@ -268,7 +268,8 @@ impl Drop for Finished<'_> {
 /// the calling thread among them (Note [The caller works too]); the first error is returned
 /// once every started item has ended. Items should be coarse (a chunk of a loop): each costs an
 /// atomic claim.
-pub(crate) fn try_for_each_init<S, E: Send>(
+#[doc(hidden)]
+pub fn try_for_each_init<S, E: Send>(
     n: usize,
     init: impl Fn() -> S + Sync,
     body: impl Fn(&mut S, usize) -> std::result::Result<(), E> + Sync,
@@ -367,7 +368,8 @@ pub(crate) fn try_for_each_init<S, E: Send>(
 }
 
 /// [`try_for_each_init`] without state or errors: `body(i)` for every `i` in `0..n`.
-pub(crate) fn for_each(n: usize, body: impl Fn(usize) + Sync) {
+#[doc(hidden)]
+pub fn for_each(n: usize, body: impl Fn(usize) + Sync) {
     let r: std::result::Result<(), std::convert::Infallible> = try_for_each_init(
         n,
         || (),
@@ -384,7 +386,8 @@ pub(crate) fn for_each(n: usize, body: impl Fn(usize) + Sync) {
 
 /// `body(i, chunk)` for each `chunk`-element piece of `data` (the last one shorter), in tasks of
 /// several pieces run by [`for_each`] (Note [The caller works too]).
-pub(crate) fn for_each_chunk_mut<T: Send>(data: &mut [T], chunk: usize, body: impl Fn(usize, &mut [T]) + Sync) {
+#[doc(hidden)]
+pub fn for_each_chunk_mut<T: Send>(data: &mut [T], chunk: usize, body: impl Fn(usize, &mut [T]) + Sync) {
     let (len, chunk) = (data.len(), chunk.max(1));
     let count = len.div_ceil(chunk);
     let per = count.div_ceil(count.min(rayon::current_num_threads() * 4).max(1)).max(1);
@@ -398,115 +401,4 @@ pub(crate) fn for_each_chunk_mut<T: Send>(data: &mut [T], chunk: usize, body: im
             body(i, piece);
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-
-    /// Every item runs exactly once, from the caller's thread (outside the pool) and from
-    /// workers, and the caller returns only after all of them: many short regions in a row,
-    /// so jobs that start after the items ran out meet regions that have already returned.
-    #[test]
-    fn regions_run_every_item_once_with_the_caller_working() {
-        assert!(rayon::current_thread_index().is_none(), "the test thread is outside the pool");
-        for round in 0..2000 {
-            let n = 1 + round % 37;
-            let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
-            for_each(n, |i| {
-                hits[i].fetch_add(1, Relaxed);
-            });
-            assert!(hits.iter().all(|h| h.load(Relaxed) == 1), "round {round}");
-        }
-        // The caller takes items itself: with the workers busy elsewhere, it runs them all.
-        let caller = std::thread::current().id();
-        let by_caller = AtomicUsize::new(0);
-        // A broadcast holds every worker until the barrier opens below.
-        let threads = rayon::current_num_threads();
-        let held = std::sync::Arc::new((AtomicUsize::new(0), std::sync::Barrier::new(threads + 1)));
-        let h = held.clone();
-        rayon::spawn_broadcast(move |_| {
-            h.0.fetch_add(1, Relaxed);
-            h.1.wait();
-        });
-        while held.0.load(Relaxed) < threads {
-            std::thread::yield_now();
-        }
-        for_each(8, |_| {
-            if std::thread::current().id() == caller {
-                by_caller.fetch_add(1, Relaxed);
-            }
-        });
-        assert_eq!(by_caller.load(Relaxed), 8);
-        held.1.wait();
-    }
-
-    /// Per-participant state is made once per participating thread; the first error comes back
-    /// after the started items ended, and items not yet started are skipped.
-    #[test]
-    fn regions_return_the_first_error_and_make_state_per_thread() {
-        let inits = AtomicUsize::new(0);
-        let ran = AtomicUsize::new(0);
-        let r: Result<()> = try_for_each_init(
-            1000,
-            || inits.fetch_add(1, Relaxed),
-            |_, i| {
-                ran.fetch_add(1, Relaxed);
-                if i == 3 {
-                    return Err(Error::invalid("t", format!("item {i}")));
-                }
-                std::thread::sleep(std::time::Duration::from_micros(50));
-                Ok(())
-            },
-        );
-        let e = r.unwrap_err();
-        assert!(e.to_string().contains("item 3"), "{e}");
-        assert!(ran.load(Relaxed) < 1000, "items after the error were skipped");
-        assert!((1..=rayon::current_num_threads()).contains(&inits.load(Relaxed)));
-        // Nested regions (an item that runs a region of its own) complete.
-        let total = AtomicUsize::new(0);
-        for_each(4, |_| {
-            for_each(5, |_| {
-                total.fetch_add(1, Relaxed);
-            })
-        });
-        assert_eq!(total.load(Relaxed), 20);
-    }
-
-    /// A panicking item panics the caller once every claimed item has ended (no hang, no
-    /// abort), wherever it ran.
-    #[test]
-    fn a_panicking_item_panics_the_caller() {
-        for bad in [0usize, 7] {
-            let r = std::panic::catch_unwind(|| {
-                for_each(8, |i| {
-                    if i == bad {
-                        panic!("item {i} fails");
-                    }
-                    std::thread::sleep(std::time::Duration::from_micros(200));
-                })
-            });
-            assert!(r.is_err(), "item {bad}");
-        }
-        // The pool still works afterwards.
-        let n = AtomicUsize::new(0);
-        for_each(16, |_| {
-            n.fetch_add(1, Relaxed);
-        });
-        assert_eq!(n.load(Relaxed), 16);
-    }
-
-    /// Pieces of a mutable slice go to their own calls, the last one shorter.
-    #[test]
-    fn chunks_of_a_slice_cover_it_once() {
-        let mut v = vec![0u32; 1003];
-        for_each_chunk_mut(&mut v, 10, |i, piece| {
-            assert!(piece.len() == 10 || (i == 100 && piece.len() == 3));
-            for (k, x) in piece.iter_mut().enumerate() {
-                *x += (i * 10 + k) as u32 + 1;
-            }
-        });
-        assert!(v.iter().enumerate().all(|(k, &x)| x == k as u32 + 1));
-    }
 }

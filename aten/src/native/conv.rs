@@ -663,14 +663,12 @@ fn conv_transpose_forward<T: GemmFloat>(
         Ok(())
     };
     if by_batch {
-        use rayon::prelude::*;
         let chunk = g.n.div_ceil(threads);
-        crate::parallel::warm();
-        let results: Vec<Result<()>> = (0..threads)
-            .into_par_iter()
-            .map(|t| run((t * chunk).min(g.n), ((t + 1) * chunk).min(g.n), Parallelism::None))
-            .collect();
-        results.into_iter().collect()
+        crate::parallel::try_for_each_init(
+            threads,
+            || (),
+            |_, t| run((t * chunk).min(g.n), ((t + 1) * chunk).min(g.n), Parallelism::None),
+        )
     } else {
         run(0, g.n, gemm_parallelism(og * k, l_in, cg_in))
     }
@@ -1249,12 +1247,11 @@ pub fn convolution_weight_backward(
                     gemm_parallelism(g.o / g.groups, g.c / g.groups * g.k_len(), g.out_len()),
                 );
             }
-            use rayon::prelude::*;
             let chunk = g.n.div_ceil(parts);
-            crate::parallel::warm();
-            (0..parts)
-                .into_par_iter()
-                .map(|t| {
+            crate::parallel::try_for_each_init(
+                parts,
+                || (),
+                |_, t| {
                     // SAFETY: row t of the [parts, wlen] accumulator belongs to this worker.
                     let gw = unsafe { ap.get().add(t * wlen) };
                     conv_weight_backward_range(
@@ -1267,9 +1264,8 @@ pub fn convolution_weight_backward(
                         ((t + 1) * chunk).min(g.n),
                         Parallelism::None,
                     )
-                })
-                .collect::<Result<Vec<()>>>()?;
-            Ok(())
+                },
+            )
         }
         match compute {
             ScalarType::F32 => run::<f32>(&geom, &x, &gy, &acc, parts, wlen as usize)?,

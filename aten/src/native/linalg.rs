@@ -13,7 +13,6 @@
 //! small products is split over the batch with rayon and each product runs on one thread.
 
 use gemm::Parallelism;
-use rayon::prelude::*;
 
 use c10::{Error, Result, Scalar, ScalarType};
 
@@ -99,7 +98,6 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
     par: Parallelism,
 ) {
     if let Parallelism::Rayon(threads) = par {
-        crate::parallel::warm();
         if let Some(isa) = packed_isa::<T>(m, n, k, b.cs == 1) {
             if n >= m && k > 0 && c.cs == 1 {
                 // Note [Parallel packed GEMM] in `cpu/sgemm.rs`: `a` packed once, column
@@ -394,8 +392,7 @@ pub(crate) unsafe fn copy_matrix<T: Copy + Send + Sync + 'static>(
         }
     };
     if parallel {
-        crate::parallel::warm();
-        (0..rows.div_ceil(BAND)).into_par_iter().for_each(|b| band(b * BAND));
+        crate::parallel::for_each(rows.div_ceil(BAND), |b| band(b * BAND));
     } else {
         (0..rows.div_ceil(BAND)).for_each(|b| band(b * BAND));
     }
@@ -471,8 +468,7 @@ unsafe fn batched_gemm<T: GemmFloat>(g: &Batch3, c: *mut T, a: *const T, b: *con
     // fifth of its time on two threads.
     let by_batch = one < PAR_MIN_FLOPS * 4 || g.count.is_multiple_of(threads) || g.count >= 4 * threads;
     if g.count > 1 && threads > 1 && by_batch && one.saturating_mul(g.count) >= PAR_MIN_FLOPS {
-        crate::parallel::warm();
-        (0..g.count).into_par_iter().for_each(|i| {
+        crate::parallel::for_each(g.count, |i| {
             let (cm, am, bm) = mat(i);
             // SAFETY: distinct batch elements write disjoint output matrices.
             unsafe { gemm_one(g.m, g.n, g.k, cm, am, bm, alpha, beta, Parallelism::None) };
@@ -546,8 +542,7 @@ unsafe fn gemm_panels<T: GemmFloat>(
     };
     let per = total.div_ceil(threads).div_ceil(grain) * grain;
     let parts = total.div_ceil(per.max(1));
-    crate::parallel::warm();
-    (0..parts).into_par_iter().for_each(|p| {
+    crate::parallel::for_each(parts, |p| {
         let (start, end) = (p * per, ((p + 1) * per).min(total));
         let (c, a, b) = (c, a, b);
         let off = start as isize;

@@ -302,17 +302,16 @@ pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scala
                 )
             };
             const CHUNK: usize = 1 << 16;
-            let body = |(o, (g, x)): (&mut [f32], (&[f32], &[f32]))| {
+            let body = |c: usize, o: &mut [f32]| {
+                let (g, x) = (&g[c * CHUNK..c * CHUNK + o.len()], &x[c * CHUNK..c * CHUNK + o.len()]);
                 for ((o, &g), &x) in o.iter_mut().zip(g).zip(x) {
                     *o = if x > th { g } else { 0.0 };
                 }
             };
             if n > CHUNK && rayon::current_num_threads() > 1 {
-                use rayon::prelude::*;
-                crate::parallel::warm();
-                o.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK).zip(x.par_chunks(CHUNK))).for_each(body);
+                crate::parallel::for_each_chunk_mut(o, CHUNK, body);
             } else {
-                body((o, (g, x)));
+                body(0, o);
             }
         }
         return Ok(out);

@@ -8,8 +8,6 @@
 //! `count_include_pad`; the windows are computed once per dimension, and the planes (`N * C`)
 //! are split over rayon threads. Values are computed in the opmath type (f32 for f16/bf16).
 
-use rayon::prelude::*;
-
 use num_traits::{Float, One, Zero};
 
 use c10::{Error, Result, ScalarType};
@@ -183,8 +181,7 @@ fn pool_kernel(
             }
         };
         if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
-            crate::parallel::warm();
-            (0..planes).into_par_iter().for_each(plane_fn);
+            crate::parallel::for_each(planes, plane_fn);
         } else {
             (0..planes).for_each(plane_fn);
         }
@@ -512,8 +509,7 @@ fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[
         }
     };
     if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
-        crate::parallel::warm();
-        (0..planes).into_par_iter().for_each(plane_fn);
+        crate::parallel::for_each(planes, plane_fn);
     } else {
         (0..planes).for_each(plane_fn);
     }
@@ -619,8 +615,7 @@ fn max_pool_backward_nd(
             Ok(())
         };
         if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
-            crate::parallel::warm();
-            (0..planes).into_par_iter().try_for_each(plane_fn)?;
+            crate::parallel::try_for_each_init(planes, || (), |_, p| plane_fn(p))?;
         } else {
             (0..planes).try_for_each(plane_fn)?;
         }

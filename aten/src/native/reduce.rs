@@ -107,7 +107,6 @@ const SUM_BLOCK: usize = 1 << 16;
 /// dtype have a fast path (Note [Fast sums]); `None` otherwise.
 fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Option<Tensor>> {
     use crate::native::cpu::vec;
-    use rayon::prelude::*;
     let dt = t.dtype();
     if !matches!(dt, ScalarType::F32 | ScalarType::F64)
         || !t.is_contiguous()
@@ -143,13 +142,14 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
         ($T:ty, $sum:path, $add_row:path) => {{
             let x: &[$T] = t.as_slice::<$T>("sum")?;
             if trailing && rows == 1 {
-                crate::parallel::warm();
-                let parts: Vec<f64> = x.par_chunks(SUM_BLOCK).map($sum).collect();
+                let mut parts = c10::size::try_vec_filled(0f64, x.len().div_ceil(SUM_BLOCK))?;
+                crate::parallel::for_each_chunk_mut(&mut parts, 1, |c, part| {
+                    part[0] = $sum(&x[c * SUM_BLOCK..((c + 1) * SUM_BLOCK).min(x.len())]);
+                });
                 acc[0] = parts.iter().sum();
             } else if trailing {
                 let per = (SUM_BLOCK / len.max(1)).max(1);
-                crate::parallel::warm();
-                acc.par_chunks_mut(per).enumerate().for_each(|(c, out)| {
+                crate::parallel::for_each_chunk_mut(&mut acc, per, |c, out| {
                     for (i, o) in out.iter_mut().enumerate() {
                         let r = c * per + i;
                         *o = $sum(&x[r * len..(r + 1) * len]);
@@ -157,8 +157,7 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
                 });
             } else {
                 let cols = 256usize;
-                crate::parallel::warm();
-                acc.par_chunks_mut(cols).enumerate().for_each(|(c, out)| {
+                crate::parallel::for_each_chunk_mut(&mut acc, cols, |c, out| {
                     let j0 = c * cols;
                     for r in 0..rows {
                         $add_row(out, &x[r * len + j0..r * len + j0 + out.len()]);
@@ -769,7 +768,6 @@ fn softmax_impl(op: &'static str, t: &Tensor, dim: i64, dtype: Option<ScalarType
 /// Softmax of a contiguous f32 tensor along its last dimension, row-parallel on the vectorised
 /// kernels of `cpu::vec`; `None` for other layouts and dtypes (the reference path).
 fn fast_softmax(op: &'static str, t: &Tensor, dim: i64, out: ScalarType, log: bool) -> Result<Option<Tensor>> {
-    use rayon::prelude::*;
     let n = t.dim();
     if t.dtype() != ScalarType::F32 || out != ScalarType::F32 || n == 0 || !t.is_contiguous() {
         return Ok(None);
@@ -789,8 +787,8 @@ fn fast_softmax(op: &'static str, t: &Tensor, dim: i64, out: ScalarType, log: bo
         )
     };
     let rows_per_task = (SUM_BLOCK / len.max(1)).max(1) * len;
-    crate::parallel::warm();
-    xs.par_chunks(rows_per_task).zip(ys.par_chunks_mut(rows_per_task)).for_each(|(xb, yb)| {
+    crate::parallel::for_each_chunk_mut(ys, rows_per_task, |c, yb| {
+        let xb = &xs[c * rows_per_task..c * rows_per_task + yb.len()];
         for (xr, yr) in xb.chunks(len).zip(yb.chunks_mut(len)) {
             if log {
                 crate::native::cpu::vec::log_softmax_row_f32(xr, yr);

@@ -141,8 +141,7 @@ fn columns<R: Planned>(fft: &Arc<dyn Fft<R>>, data: &mut [Complex<R>], n: usize,
         }
     };
     if parallel(len) && tasks > 1 {
-        crate::parallel::warm();
-        (0..tasks).into_par_iter().for_each(task);
+        crate::parallel::for_each(tasks, task);
     } else {
         (0..tasks).for_each(task);
     }

@@ -648,7 +648,7 @@ impl<'a> TensorIterator<'a> {
     // Note [One parallel driver]
     // ~~~~~~~~~~~~~~~~~~~~~~~~~~
     // Every typed loop (a kernel closure per operator and dtype, about a thousand of them) goes
-    // through `for_each`. If the walk over runs, the tiling and the rayon scope were generic
+    // through `for_each`. If the walk over runs, the tiling and the parallel region were generic
     // over the closure, each of those instantiations would carry its own copy of rayon's job
     // machinery: measured with `cargo llvm-lines`, that was 45% of aten's LLVM IR and most of
     // its release build time. So the driver below is compiled once and calls the kernel

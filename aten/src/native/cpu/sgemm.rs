@@ -347,7 +347,6 @@ thread_local! {
 /// # Safety
 /// As [`sgemm`], for `K`'s ISA.
 unsafe fn blocked_shared<K: Micro>(p: Product) {
-    use rayon::prelude::*;
     let Product { m, n, k, b, beta, .. } = p;
     let (mr, nr, ncb) = (K::MR, K::NR, K::NC);
     let kcb = depth_block::<K>(k);
@@ -366,17 +365,19 @@ unsafe fn blocked_shared<K: Micro>(p: Product) {
         // Depth block `pc` of the packed rows starts at `panels_a * MR * pc`, panel `ip` of it
         // `ip * MR * kc` further.
         let apack = SendPtr(aligned(&mut shared, panels_a * mr * k));
-        crate::parallel::warm();
-        (0..depth_blocks * panels_a).into_par_iter().with_min_len(8).for_each(|t| {
-            let (p, apack) = (p.get(), apack.get());
-            let (pc, ip) = ((t / panels_a) * kcb, t % panels_a);
-            let kc = kcb.min(k - pc);
-            // SAFETY: the panel is inside `a`; it is this task's own and lies inside the buffer
-            // (panels_a * MR * k floats); the ISA per the contract.
-            unsafe { p.pack_a_panel::<K>(ic + ip * mr, pc, kc, apack.add(panels_a * mr * pc + ip * mr * kc)) };
+        // Eight panels per item (an atomic claim each, Note [The caller works too]).
+        let panels = depth_blocks * panels_a;
+        crate::parallel::for_each(panels.div_ceil(8), |item| {
+            for t in item * 8..(item * 8 + 8).min(panels) {
+                let (p, apack) = (p.get(), apack.get());
+                let (pc, ip) = ((t / panels_a) * kcb, t % panels_a);
+                let kc = kcb.min(k - pc);
+                // SAFETY: the panel is inside `a`; it is this task's own and lies inside the buffer
+                // (panels_a * MR * k floats); the ISA per the contract.
+                unsafe { p.pack_a_panel::<K>(ic + ip * mr, pc, kc, apack.add(panels_a * mr * pc + ip * mr * kc)) };
+            }
         });
-        crate::parallel::warm();
-        (0..tasks).into_par_iter().with_max_len(1).for_each(|t| {
+        crate::parallel::for_each(tasks, |t| {
             let (p, apack) = (p.get(), apack.get());
             let (j_start, j_end) = (t * panels_b / tasks * nr, ((t + 1) * panels_b / tasks * nr).min(n));
             let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
