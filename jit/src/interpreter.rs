@@ -899,7 +899,13 @@ impl Compiler<'_> {
             steps.push(step);
         }
         let end = g.block_nodes(b).len();
-        let returns = g.block_returns(b).iter().map(|&v| self.arg(v, last.get(&v) == Some(&end))).collect();
+        // A value returned more than once (`-> (%x, %x)`) moves out at its last place only.
+        let rets = g.block_returns(b);
+        let returns = rets
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| self.arg(v, last.get(&v) == Some(&end) && !rets[k + 1..].contains(&v)))
+            .collect();
         Ok(Plan { params, steps, returns })
     }
 }

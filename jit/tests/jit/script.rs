@@ -429,6 +429,32 @@ def f(x: Tensor, y: Tensor, n: Optional[Tensor]):
     assert_eq!(run(&x, IValue::Tensor(x.clone())), [true, true, false, false, false, true, true, true]);
 }
 
+/// A block that returns one value in several places (`-> (%y, %y, %y)`, as scripted
+/// `MultiheadAttention` does for `query, key, value = q, q, q`) hands the value to every one of
+/// them: the interpreter moved it out at the first and gave `None` to the others.
+#[test]
+fn a_value_returned_twice_from_a_block_reaches_both() {
+    let src = "
+def f(x: Tensor, flag: bool):
+    if flag:
+        y = x + 1
+        a, b, c = y, y, y
+    else:
+        a, b, c = x, x, x
+    return a.dim(), b.dim(), c + b
+";
+    let m = jit::script(src).unwrap();
+    let x = t(&[1.0, 2.0]);
+    for flag in [true, false] {
+        let out = m.forward_values(&[IValue::Tensor(x.clone()), IValue::Bool(flag)]).unwrap();
+        let IValue::Tuple(items) = &out[0] else { panic!("{out:?}") };
+        assert!(matches!(items[..2], [IValue::Int(1), IValue::Int(1)]), "{items:?}");
+        let IValue::Tensor(sum) = &items[2] else { panic!("{items:?}") };
+        let want = if flag { [4.0, 6.0] } else { [2.0, 4.0] };
+        assert_eq!(sum.to_vec::<f32>().unwrap(), want);
+    }
+}
+
 #[test]
 fn strings_lists_and_numbers_have_their_python_operations() {
     // What PyTorch's scripted nn modules use: `mode == "area"`, `str + str`, list slices and
