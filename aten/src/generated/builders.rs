@@ -1547,9 +1547,9 @@ impl<'a> ArangeStart<'a> {
 
 /// The builder of [`linspace`](crate::front::linspace); overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
-/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4021)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4161)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4165)
+/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4025)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4165)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4169)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -2938,7 +2938,7 @@ impl<'a> Pow<'a> {
 
 /// The builder of [`lerp`](crate::front::lerp); overloads:
 /// - `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
-/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3538)
+/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3542)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Lerp<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3105,7 +3105,7 @@ impl<'a> Clamp<'a> {
 
 /// The builder of [`masked_fill`](crate::front::masked_fill); overloads:
 /// - `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
-/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3357)
+/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3361)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaskedFill<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3136,7 +3136,7 @@ impl<'a> MaskedFill<'a> {
 
 /// The builder of [`masked_fill_`](crate::front::masked_fill_); overloads:
 /// - `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1336)
-/// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3361)
+/// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3365)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaskedFillInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3471,8 +3471,8 @@ impl<'a> ProdDimInt<'a> {
 
 /// The builder of [`var`](crate::front::var); overloads:
 /// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
-/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3145)
-/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3149)
+/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3149)
+/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3153)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Var<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3537,8 +3537,8 @@ impl<'a> Var<'a> {
 
 /// The builder of [`std`](crate::front::std); overloads:
 /// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1404)
-/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3153)
-/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3157)
+/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3157)
+/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3161)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Std<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3809,7 +3809,7 @@ impl<'a> Logsumexp<'a> {
 
 /// The builder of [`all`](crate::front::all); overloads:
 /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
-/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3566)
+/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3570)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct All<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3846,7 +3846,7 @@ impl<'a> All<'a> {
 
 /// The builder of [`any`](crate::front::any); overloads:
 /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1459)
-/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3562)
+/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3566)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Any<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6704,8 +6704,100 @@ impl<'a> PrivateNativeMultiHeadAttention<'a> {
     }
 }
 
+/// The builder of [`_transformer_encoder_layer_fwd`](crate::front::_transformer_encoder_layer_fwd); overloads:
+/// - `_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, Tensor norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor` (aten/native_functions.yaml:2138)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct PrivateTransformerEncoderLayerFwd<'a> {
+    pub(crate) src: &'a Tensor,
+    pub(crate) embed_dim: i64,
+    pub(crate) num_heads: i64,
+    pub(crate) qkv_weight: &'a Tensor,
+    pub(crate) qkv_bias: &'a Tensor,
+    pub(crate) proj_weight: &'a Tensor,
+    pub(crate) proj_bias: &'a Tensor,
+    pub(crate) use_gelu: bool,
+    pub(crate) norm_first: bool,
+    pub(crate) eps: f64,
+    pub(crate) norm_weight_1: &'a Tensor,
+    pub(crate) norm_bias_1: &'a Tensor,
+    pub(crate) norm_weight_2: &'a Tensor,
+    pub(crate) norm_bias_2: &'a Tensor,
+    pub(crate) ffn_weight_1: &'a Tensor,
+    pub(crate) ffn_bias_1: &'a Tensor,
+    pub(crate) ffn_weight_2: &'a Tensor,
+    pub(crate) ffn_bias_2: &'a Tensor,
+    pub(crate) mask: Option<&'a Tensor>,
+    pub(crate) mask_type: Option<i64>,
+}
+
+impl<'a> PrivateTransformerEncoderLayerFwd<'a> {
+    /// Sets `mask` (default `None`).
+    #[inline]
+    pub fn mask(mut self, v: &'a Tensor) -> Self {
+        self.mask = Some(v);
+        self
+    }
+
+    /// Sets `mask_type` (default `None`).
+    #[inline]
+    pub fn mask_type(mut self, v: i64) -> Self {
+        self.mask_type = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let PrivateTransformerEncoderLayerFwd {
+            src,
+            embed_dim,
+            num_heads,
+            qkv_weight,
+            qkv_bias,
+            proj_weight,
+            proj_bias,
+            use_gelu,
+            norm_first,
+            eps,
+            norm_weight_1,
+            norm_bias_1,
+            norm_weight_2,
+            norm_bias_2,
+            ffn_weight_1,
+            ffn_bias_1,
+            ffn_weight_2,
+            ffn_bias_2,
+            mask,
+            mask_type,
+            ..
+        } = self;
+        crate::handles::_transformer_encoder_layer_fwd::call(
+            src,
+            embed_dim,
+            num_heads,
+            qkv_weight,
+            qkv_bias,
+            proj_weight,
+            proj_bias,
+            use_gelu,
+            norm_first,
+            eps,
+            norm_weight_1,
+            norm_bias_1,
+            norm_weight_2,
+            norm_bias_2,
+            ffn_weight_1,
+            ffn_bias_1,
+            ffn_weight_2,
+            ffn_bias_2,
+            mask,
+            mask_type,
+        )
+    }
+}
+
 /// The builder of [`layer_norm`](crate::front::layer_norm); overloads:
-/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2145)
+/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2149)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LayerNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -6762,7 +6854,7 @@ impl<'a> LayerNorm<'a> {
 }
 
 /// The builder of [`group_norm`](crate::front::group_norm); overloads:
-/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2165)
+/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2169)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GroupNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -6818,7 +6910,7 @@ impl<'a> GroupNorm<'a> {
 }
 
 /// The builder of [`mse_loss`](crate::front::mse_loss); overloads:
-/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2170)
+/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2174)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MseLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6843,7 +6935,7 @@ impl<'a> MseLoss<'a> {
 }
 
 /// The builder of [`l1_loss`](crate::front::l1_loss); overloads:
-/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2174)
+/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2178)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct L1Loss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6868,7 +6960,7 @@ impl<'a> L1Loss<'a> {
 }
 
 /// The builder of [`smooth_l1_loss`](crate::front::smooth_l1_loss); overloads:
-/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2178)
+/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2182)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SmoothL1Loss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6901,7 +6993,7 @@ impl<'a> SmoothL1Loss<'a> {
 }
 
 /// The builder of [`huber_loss`](crate::front::huber_loss); overloads:
-/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2182)
+/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2186)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HuberLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6934,7 +7026,7 @@ impl<'a> HuberLoss<'a> {
 }
 
 /// The builder of [`binary_cross_entropy`](crate::front::binary_cross_entropy); overloads:
-/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2186)
+/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2190)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BinaryCrossEntropy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6967,7 +7059,7 @@ impl<'a> BinaryCrossEntropy<'a> {
 }
 
 /// The builder of [`binary_cross_entropy_with_logits`](crate::front::binary_cross_entropy_with_logits); overloads:
-/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2190)
+/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2194)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BinaryCrossEntropyWithLogits<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7014,7 +7106,7 @@ impl<'a> BinaryCrossEntropyWithLogits<'a> {
 }
 
 /// The builder of [`kl_div`](crate::front::kl_div); overloads:
-/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2194)
+/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2198)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct KlDiv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7047,7 +7139,7 @@ impl<'a> KlDiv<'a> {
 }
 
 /// The builder of [`margin_ranking_loss`](crate::front::margin_ranking_loss); overloads:
-/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2198)
+/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2202)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MarginRankingLoss<'a> {
     pub(crate) input1: &'a Tensor,
@@ -7081,7 +7173,7 @@ impl<'a> MarginRankingLoss<'a> {
 }
 
 /// The builder of [`cosine_embedding_loss`](crate::front::cosine_embedding_loss); overloads:
-/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2202)
+/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2206)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CosineEmbeddingLoss<'a> {
     pub(crate) input1: &'a Tensor,
@@ -7121,7 +7213,7 @@ impl<'a> CosineEmbeddingLoss<'a> {
 }
 
 /// The builder of [`triplet_margin_loss`](crate::front::triplet_margin_loss); overloads:
-/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2206)
+/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2210)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TripletMarginLoss<'a> {
     pub(crate) anchor: &'a Tensor,
@@ -7188,7 +7280,7 @@ impl<'a> TripletMarginLoss<'a> {
 }
 
 /// The builder of [`nll_loss`](crate::front::nll_loss); overloads:
-/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2210)
+/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2214)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7229,7 +7321,7 @@ impl<'a> NllLoss<'a> {
 }
 
 /// The builder of [`nll_loss2d`](crate::front::nll_loss2d); overloads:
-/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2214)
+/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2218)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7270,7 +7362,7 @@ impl<'a> NllLoss2d<'a> {
 }
 
 /// The builder of [`nll_loss_nd`](crate::front::nll_loss_nd); overloads:
-/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2218)
+/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2222)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLossNd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7311,7 +7403,7 @@ impl<'a> NllLossNd<'a> {
 }
 
 /// The builder of [`cross_entropy_loss`](crate::front::cross_entropy_loss); overloads:
-/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2222)
+/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2226)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CrossEntropyLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7367,7 +7459,7 @@ impl<'a> CrossEntropyLoss<'a> {
 }
 
 /// The builder of [`nan_to_num`](crate::front::nan_to_num); overloads:
-/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2338)
+/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2342)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7407,7 +7499,7 @@ impl<'a> NanToNum<'a> {
 }
 
 /// The builder of [`nan_to_num_`](crate::front::nan_to_num_); overloads:
-/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2343)
+/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2347)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNumInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7447,7 +7539,7 @@ impl<'a> NanToNumInplace<'a> {
 }
 
 /// The builder of [`clamp_`](crate::front::clamp_); overloads:
-/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2380)
+/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2384)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7479,7 +7571,7 @@ impl<'a> ClampInplace<'a> {
 }
 
 /// The builder of [`clamp_tensor`](crate::front::clamp_tensor); overloads:
-/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2389)
+/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2393)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7511,7 +7603,7 @@ impl<'a> ClampTensor<'a> {
 }
 
 /// The builder of [`clamp_tensor_`](crate::front::clamp_tensor_); overloads:
-/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2394)
+/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2398)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7543,8 +7635,8 @@ impl<'a> ClampTensorInplace<'a> {
 }
 
 /// The builder of [`clamp_min`](crate::front::clamp_min); overloads:
-/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2403)
-/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2408)
+/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2407)
+/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2412)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMin<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7570,8 +7662,8 @@ impl<'a> ClampMin<'a> {
 }
 
 /// The builder of [`clamp_min_`](crate::front::clamp_min_); overloads:
-/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2413)
-/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2418)
+/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2417)
+/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2422)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMinInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7600,8 +7692,8 @@ impl<'a> ClampMinInplace<'a> {
 }
 
 /// The builder of [`clamp_max`](crate::front::clamp_max); overloads:
-/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2431)
-/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2436)
+/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2435)
+/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2440)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7627,8 +7719,8 @@ impl<'a> ClampMax<'a> {
 }
 
 /// The builder of [`clamp_max_`](crate::front::clamp_max_); overloads:
-/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2441)
-/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2446)
+/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2445)
+/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2450)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMaxInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7657,7 +7749,7 @@ impl<'a> ClampMaxInplace<'a> {
 }
 
 /// The builder of [`celu`](crate::front::celu); overloads:
-/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2467)
+/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2471)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Celu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7681,7 +7773,7 @@ impl<'a> Celu<'a> {
 }
 
 /// The builder of [`celu_`](crate::front::celu_); overloads:
-/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2471)
+/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2475)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CeluInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7705,7 +7797,7 @@ impl<'a> CeluInplace<'a> {
 }
 
 /// The builder of [`glu`](crate::front::glu); overloads:
-/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2487)
+/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2491)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Glu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7729,8 +7821,8 @@ impl<'a> Glu<'a> {
 }
 
 /// The builder of [`copysign`](crate::front::copysign); overloads:
-/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2538)
-/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2552)
+/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2542)
+/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2556)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Copysign<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7759,8 +7851,8 @@ impl<'a> Copysign<'a> {
 }
 
 /// The builder of [`copysign_`](crate::front::copysign_); overloads:
-/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
-/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
+/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2547)
+/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2561)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CopysignInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7789,8 +7881,8 @@ impl<'a> CopysignInplace<'a> {
 }
 
 /// The builder of [`floor_divide`](crate::front::floor_divide); overloads:
-/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2562)
-/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2576)
+/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
+/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2580)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivide<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7819,8 +7911,8 @@ impl<'a> FloorDivide<'a> {
 }
 
 /// The builder of [`floor_divide_`](crate::front::floor_divide_); overloads:
-/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
-/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2581)
+/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
+/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2585)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivideInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7849,9 +7941,9 @@ impl<'a> FloorDivideInplace<'a> {
 }
 
 /// The builder of [`bitwise_and`](crate::front::bitwise_and); overloads:
-/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2586)
-/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2591)
-/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2596)
+/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
+/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2595)
+/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2600)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAnd<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -7893,8 +7985,8 @@ impl<'a> BitwiseAnd<'a> {
 }
 
 /// The builder of [`bitwise_and_`](crate::front::bitwise_and_); overloads:
-/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2600)
-/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2605)
+/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2604)
+/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2609)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAndInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7923,9 +8015,9 @@ impl<'a> BitwiseAndInplace<'a> {
 }
 
 /// The builder of [`bitwise_or`](crate::front::bitwise_or); overloads:
-/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
-/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2619)
-/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2624)
+/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2618)
+/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2623)
+/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2628)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOr<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -7967,8 +8059,8 @@ impl<'a> BitwiseOr<'a> {
 }
 
 /// The builder of [`bitwise_or_`](crate::front::bitwise_or_); overloads:
-/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
-/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2633)
+/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2632)
+/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2637)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOrInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7997,9 +8089,9 @@ impl<'a> BitwiseOrInplace<'a> {
 }
 
 /// The builder of [`bitwise_xor`](crate::front::bitwise_xor); overloads:
-/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2642)
-/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2647)
-/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2652)
+/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2646)
+/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2651)
+/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2656)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXor<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8041,8 +8133,8 @@ impl<'a> BitwiseXor<'a> {
 }
 
 /// The builder of [`bitwise_xor_`](crate::front::bitwise_xor_); overloads:
-/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2656)
-/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2661)
+/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2660)
+/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2665)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8071,9 +8163,9 @@ impl<'a> BitwiseXorInplace<'a> {
 }
 
 /// The builder of [`bitwise_left_shift`](crate::front::bitwise_left_shift); overloads:
-/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2670)
-/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2675)
-/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2680)
+/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2674)
+/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2679)
+/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2684)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8115,8 +8207,8 @@ impl<'a> BitwiseLeftShift<'a> {
 }
 
 /// The builder of [`bitwise_left_shift_`](crate::front::bitwise_left_shift_); overloads:
-/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2684)
-/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2689)
+/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2688)
+/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2693)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8151,9 +8243,9 @@ impl<'a> BitwiseLeftShiftInplace<'a> {
 }
 
 /// The builder of [`bitwise_right_shift`](crate::front::bitwise_right_shift); overloads:
-/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2702)
-/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2707)
-/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2712)
+/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2706)
+/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2711)
+/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2716)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8195,8 +8287,8 @@ impl<'a> BitwiseRightShift<'a> {
 }
 
 /// The builder of [`bitwise_right_shift_`](crate::front::bitwise_right_shift_); overloads:
-/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2716)
-/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2721)
+/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2720)
+/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2725)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8231,9 +8323,9 @@ impl<'a> BitwiseRightShiftInplace<'a> {
 }
 
 /// The builder of [`var_mean`](crate::front::var_mean); overloads:
-/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2744)
-/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2748)
-/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2752)
+/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2748)
+/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2752)
+/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2756)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct VarMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8302,9 +8394,9 @@ impl<'a> VarMean<'a> {
 }
 
 /// The builder of [`std_mean`](crate::front::std_mean); overloads:
-/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2756)
-/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2760)
-/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2764)
+/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2760)
+/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2764)
+/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2768)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct StdMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8373,8 +8465,8 @@ impl<'a> StdMean<'a> {
 }
 
 /// The builder of [`stft`](crate::front::stft); overloads:
-/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2886)
-/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2891)
+/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2890)
+/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2895)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Stft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8501,7 +8593,7 @@ impl<'a> Stft<'a> {
 }
 
 /// The builder of [`istft`](crate::front::istft); overloads:
-/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2896)
+/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2900)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Istft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8605,7 +8697,7 @@ impl<'a> Istft<'a> {
 }
 
 /// The builder of [`fft_fft`](crate::front::fft_fft); overloads:
-/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2913)
+/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2917)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8645,7 +8737,7 @@ impl<'a> FftFft<'a> {
 }
 
 /// The builder of [`fft_ifft`](crate::front::fft_ifft); overloads:
-/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2917)
+/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2921)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8685,7 +8777,7 @@ impl<'a> FftIfft<'a> {
 }
 
 /// The builder of [`fft_rfft`](crate::front::fft_rfft); overloads:
-/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2921)
+/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2925)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8725,7 +8817,7 @@ impl<'a> FftRfft<'a> {
 }
 
 /// The builder of [`fft_ihfft`](crate::front::fft_ihfft); overloads:
-/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2925)
+/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2929)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8765,7 +8857,7 @@ impl<'a> FftIhfft<'a> {
 }
 
 /// The builder of [`fft_fft2`](crate::front::fft_fft2); overloads:
-/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2929)
+/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2933)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8807,7 +8899,7 @@ impl<'a> FftFft2<'a> {
 }
 
 /// The builder of [`fft_ifft2`](crate::front::fft_ifft2); overloads:
-/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2933)
+/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2937)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8849,7 +8941,7 @@ impl<'a> FftIfft2<'a> {
 }
 
 /// The builder of [`fft_rfft2`](crate::front::fft_rfft2); overloads:
-/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2937)
+/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8891,7 +8983,7 @@ impl<'a> FftRfft2<'a> {
 }
 
 /// The builder of [`fft_ihfft2`](crate::front::fft_ihfft2); overloads:
-/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
+/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8933,7 +9025,7 @@ impl<'a> FftIhfft2<'a> {
 }
 
 /// The builder of [`fft_fftn`](crate::front::fft_fftn); overloads:
-/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
+/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8975,7 +9067,7 @@ impl<'a> FftFftn<'a> {
 }
 
 /// The builder of [`fft_ifftn`](crate::front::fft_ifftn); overloads:
-/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
+/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9017,7 +9109,7 @@ impl<'a> FftIfftn<'a> {
 }
 
 /// The builder of [`fft_rfftn`](crate::front::fft_rfftn); overloads:
-/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
+/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9059,7 +9151,7 @@ impl<'a> FftRfftn<'a> {
 }
 
 /// The builder of [`fft_ihfftn`](crate::front::fft_ihfftn); overloads:
-/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
+/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2961)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9101,7 +9193,7 @@ impl<'a> FftIhfftn<'a> {
 }
 
 /// The builder of [`unbind_copy`](crate::front::unbind_copy); overloads:
-/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2981)
+/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2985)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnbindCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9125,7 +9217,7 @@ impl<'a> UnbindCopy<'a> {
 }
 
 /// The builder of [`expand_copy`](crate::front::expand_copy); overloads:
-/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2993)
+/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2997)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ExpandCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9151,7 +9243,7 @@ impl<'a> ExpandCopy<'a> {
 }
 
 /// The builder of [`diagonal_copy`](crate::front::diagonal_copy); overloads:
-/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2997)
+/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3001)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9191,7 +9283,7 @@ impl<'a> DiagonalCopy<'a> {
 }
 
 /// The builder of [`as_strided_copy`](crate::front::as_strided_copy); overloads:
-/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3001)
+/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3005)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9219,7 +9311,7 @@ impl<'a> AsStridedCopy<'a> {
 }
 
 /// The builder of [`split_with_sizes_copy`](crate::front::split_with_sizes_copy); overloads:
-/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3005)
+/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3009)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SplitWithSizesCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9245,7 +9337,7 @@ impl<'a> SplitWithSizesCopy<'a> {
 }
 
 /// The builder of [`new_zeros`](crate::front::new_zeros); overloads:
-/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3029)
+/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3033)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewZeros<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9295,7 +9387,7 @@ impl<'a> NewZeros<'a> {
 }
 
 /// The builder of [`new_ones`](crate::front::new_ones); overloads:
-/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3033)
+/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3037)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewOnes<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9345,7 +9437,7 @@ impl<'a> NewOnes<'a> {
 }
 
 /// The builder of [`new_empty`](crate::front::new_empty); overloads:
-/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3037)
+/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3041)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmpty<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9395,7 +9487,7 @@ impl<'a> NewEmpty<'a> {
 }
 
 /// The builder of [`new_full`](crate::front::new_full); overloads:
-/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3041)
+/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3045)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewFull<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9446,7 +9538,7 @@ impl<'a> NewFull<'a> {
 }
 
 /// The builder of [`new_empty_strided`](crate::front::new_empty_strided); overloads:
-/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3045)
+/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3049)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmptyStrided<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9498,7 +9590,7 @@ impl<'a> NewEmptyStrided<'a> {
 }
 
 /// The builder of [`empty_permuted`](crate::front::empty_permuted); overloads:
-/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3049)
+/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3053)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct EmptyPermuted<'a> {
     pub(crate) size: IntList<'a>,
@@ -9549,7 +9641,7 @@ impl<'a> EmptyPermuted<'a> {
 }
 
 /// The builder of [`scalar_tensor`](crate::front::scalar_tensor); overloads:
-/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3053)
+/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3057)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScalarTensor<'a> {
     pub(crate) s: Scalar,
@@ -9598,9 +9690,9 @@ impl<'a> ScalarTensor<'a> {
 }
 
 /// The builder of [`xlogy`](crate::front::xlogy); overloads:
-/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3089)
-/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3093)
-/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3097)
+/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3093)
+/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3097)
+/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3101)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Xlogy<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -9639,9 +9731,9 @@ impl<'a> Xlogy<'a> {
 }
 
 /// The builder of [`float_power`](crate::front::float_power); overloads:
-/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3113)
-/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3117)
-/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3121)
+/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3117)
+/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3121)
+/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3125)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloatPower<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -9683,7 +9775,7 @@ impl<'a> FloatPower<'a> {
 }
 
 /// The builder of [`isclose`](crate::front::isclose); overloads:
-/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3129)
+/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3133)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9730,7 +9822,7 @@ impl<'a> Isclose<'a> {
 }
 
 /// The builder of [`hardshrink`](crate::front::hardshrink); overloads:
-/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3133)
+/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3137)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Hardshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9754,7 +9846,7 @@ impl<'a> Hardshrink<'a> {
 }
 
 /// The builder of [`softshrink`](crate::front::softshrink); overloads:
-/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3137)
+/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3141)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Softshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9778,7 +9870,7 @@ impl<'a> Softshrink<'a> {
 }
 
 /// The builder of [`prod`](crate::front::prod); overloads:
-/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3141)
+/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3145)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Prod<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9802,7 +9894,7 @@ impl<'a> Prod<'a> {
 }
 
 /// The builder of [`nansum`](crate::front::nansum); overloads:
-/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3161)
+/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3165)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nansum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9843,7 +9935,7 @@ impl<'a> Nansum<'a> {
 }
 
 /// The builder of [`nanmean`](crate::front::nanmean); overloads:
-/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3165)
+/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3169)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanmean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9884,7 +9976,7 @@ impl<'a> Nanmean<'a> {
 }
 
 /// The builder of [`aminmax`](crate::front::aminmax); overloads:
-/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3169)
+/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3173)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Aminmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9916,7 +10008,7 @@ impl<'a> Aminmax<'a> {
 }
 
 /// The builder of [`addmv`](crate::front::addmv); overloads:
-/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3189)
+/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3193)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addmv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9950,7 +10042,7 @@ impl<'a> Addmv<'a> {
 }
 
 /// The builder of [`addr`](crate::front::addr); overloads:
-/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3193)
+/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3197)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9984,7 +10076,7 @@ impl<'a> Addr<'a> {
 }
 
 /// The builder of [`linalg_cross`](crate::front::linalg_cross); overloads:
-/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3197)
+/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3201)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10009,7 +10101,7 @@ impl<'a> LinalgCross<'a> {
 }
 
 /// The builder of [`cross`](crate::front::cross); overloads:
-/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3201)
+/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3205)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10034,7 +10126,7 @@ impl<'a> Cross<'a> {
 }
 
 /// The builder of [`dist`](crate::front::dist); overloads:
-/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3209)
+/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3213)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Dist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10059,7 +10151,7 @@ impl<'a> Dist<'a> {
 }
 
 /// The builder of [`pairwise_distance`](crate::front::pairwise_distance); overloads:
-/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3213)
+/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3217)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PairwiseDistance<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10100,7 +10192,7 @@ impl<'a> PairwiseDistance<'a> {
 }
 
 /// The builder of [`cosine_similarity`](crate::front::cosine_similarity); overloads:
-/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3217)
+/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3221)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CosineSimilarity<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10133,7 +10225,7 @@ impl<'a> CosineSimilarity<'a> {
 }
 
 /// The builder of [`cdist`](crate::front::cdist); overloads:
-/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3221)
+/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3225)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cdist<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10166,7 +10258,7 @@ impl<'a> Cdist<'a> {
 }
 
 /// The builder of [`pdist`](crate::front::pdist); overloads:
-/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3225)
+/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3229)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pdist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10190,7 +10282,7 @@ impl<'a> Pdist<'a> {
 }
 
 /// The builder of [`soft_margin_loss`](crate::front::soft_margin_loss); overloads:
-/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3229)
+/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3233)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SoftMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10215,7 +10307,7 @@ impl<'a> SoftMarginLoss<'a> {
 }
 
 /// The builder of [`hinge_embedding_loss`](crate::front::hinge_embedding_loss); overloads:
-/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3233)
+/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3237)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HingeEmbeddingLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10248,7 +10340,7 @@ impl<'a> HingeEmbeddingLoss<'a> {
 }
 
 /// The builder of [`rms_norm`](crate::front::rms_norm); overloads:
-/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3241)
+/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3245)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RmsNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -10282,7 +10374,7 @@ impl<'a> RmsNorm<'a> {
 }
 
 /// The builder of [`linalg_vector_norm`](crate::front::linalg_vector_norm); overloads:
-/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3249)
+/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3253)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVectorNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10337,7 +10429,7 @@ impl<'a> LinalgVectorNorm<'a> {
 }
 
 /// The builder of [`linalg_diagonal`](crate::front::linalg_diagonal); overloads:
-/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3253)
+/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3257)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgDiagonal<'a> {
     pub(crate) a_: &'a Tensor,
@@ -10377,7 +10469,7 @@ impl<'a> LinalgDiagonal<'a> {
 }
 
 /// The builder of [`diagflat`](crate::front::diagflat); overloads:
-/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3257)
+/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3261)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diagflat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10401,7 +10493,7 @@ impl<'a> Diagflat<'a> {
 }
 
 /// The builder of [`combinations`](crate::front::combinations); overloads:
-/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3269)
+/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3273)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Combinations<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10433,7 +10525,7 @@ impl<'a> Combinations<'a> {
 }
 
 /// The builder of [`diff`](crate::front::diff); overloads:
-/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3273)
+/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3277)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diff<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10481,7 +10573,7 @@ impl<'a> Diff<'a> {
 }
 
 /// The builder of [`trapezoid`](crate::front::trapezoid); overloads:
-/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3277)
+/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3281)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10506,7 +10598,7 @@ impl<'a> Trapezoid<'a> {
 }
 
 /// The builder of [`trapezoid_dx`](crate::front::trapezoid_dx); overloads:
-/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3281)
+/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3285)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10538,7 +10630,7 @@ impl<'a> TrapezoidDx<'a> {
 }
 
 /// The builder of [`trapz`](crate::front::trapz); overloads:
-/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3285)
+/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3289)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapz<'a> {
     pub(crate) y: &'a Tensor,
@@ -10563,7 +10655,7 @@ impl<'a> Trapz<'a> {
 }
 
 /// The builder of [`trapz_dx`](crate::front::trapz_dx); overloads:
-/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3289)
+/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3293)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapzDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10595,7 +10687,7 @@ impl<'a> TrapzDx<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid`](crate::front::cumulative_trapezoid); overloads:
-/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3293)
+/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3297)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10620,7 +10712,7 @@ impl<'a> CumulativeTrapezoid<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid_dx`](crate::front::cumulative_trapezoid_dx); overloads:
-/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3297)
+/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3301)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10652,7 +10744,7 @@ impl<'a> CumulativeTrapezoidDx<'a> {
 }
 
 /// The builder of [`tensor_split`](crate::front::tensor_split); overloads:
-/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3301)
+/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3305)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10677,7 +10769,7 @@ impl<'a> TensorSplit<'a> {
 }
 
 /// The builder of [`tensor_split_indices`](crate::front::tensor_split_indices); overloads:
-/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3305)
+/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3309)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10703,7 +10795,7 @@ impl<'a> TensorSplitIndices<'a> {
 }
 
 /// The builder of [`tensor_split_tensor_indices_or_sections`](crate::front::tensor_split_tensor_indices_or_sections); overloads:
-/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3309)
+/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3313)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitTensorIndicesOrSections<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10732,7 +10824,7 @@ impl<'a> TensorSplitTensorIndicesOrSections<'a> {
 }
 
 /// The builder of [`unsafe_split`](crate::front::unsafe_split); overloads:
-/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3337)
+/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3341)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10757,7 +10849,7 @@ impl<'a> UnsafeSplit<'a> {
 }
 
 /// The builder of [`unsafe_chunk`](crate::front::unsafe_chunk); overloads:
-/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3341)
+/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3345)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeChunk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10782,7 +10874,7 @@ impl<'a> UnsafeChunk<'a> {
 }
 
 /// The builder of [`take_along_dim`](crate::front::take_along_dim); overloads:
-/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3345)
+/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3349)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TakeAlongDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10807,10 +10899,10 @@ impl<'a> TakeAlongDim<'a> {
 }
 
 /// The builder of [`logspace`](crate::front::logspace); overloads:
-/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3366)
-/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4025)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4169)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4173)
+/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3370)
+/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4029)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4173)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4177)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Logspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -10916,7 +11008,7 @@ impl<'a> Logspace<'a> {
 }
 
 /// The builder of [`upsample_linear1d`](crate::front::upsample_linear1d); overloads:
-/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3534)
+/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3538)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleLinear1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10943,7 +11035,7 @@ impl<'a> UpsampleLinear1d<'a> {
 }
 
 /// The builder of [`isin`](crate::front::isin); overloads:
-/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3546)
+/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3550)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isin<'a> {
     pub(crate) elements: &'a Tensor,
@@ -10981,7 +11073,7 @@ impl<'a> Isin<'a> {
 }
 
 /// The builder of [`bucketize`](crate::front::bucketize); overloads:
-/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3550)
+/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3554)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bucketize<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11014,7 +11106,7 @@ impl<'a> Bucketize<'a> {
 }
 
 /// The builder of [`searchsorted`](crate::front::searchsorted); overloads:
-/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3554)
+/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3558)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Searchsorted<'a> {
     pub(crate) sorted_sequence: &'a Tensor,
@@ -11070,7 +11162,7 @@ impl<'a> Searchsorted<'a> {
 }
 
 /// The builder of [`diagonal_scatter`](crate::front::diagonal_scatter); overloads:
-/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3574)
+/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3578)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11111,7 +11203,7 @@ impl<'a> DiagonalScatter<'a> {
 }
 
 /// The builder of [`put`](crate::front::put); overloads:
-/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3578)
+/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3582)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Put<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11137,7 +11229,7 @@ impl<'a> Put<'a> {
 }
 
 /// The builder of [`nonzero_static`](crate::front::nonzero_static); overloads:
-/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3582)
+/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3586)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NonzeroStatic<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11162,7 +11254,7 @@ impl<'a> NonzeroStatic<'a> {
 }
 
 /// The builder of [`_safe_softmax`](crate::front::_safe_softmax); overloads:
-/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3586)
+/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3590)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSafeSoftmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11187,7 +11279,7 @@ impl<'a> PrivateSafeSoftmax<'a> {
 }
 
 /// The builder of [`bilinear`](crate::front::bilinear); overloads:
-/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3598)
+/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3602)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bilinear<'a> {
     pub(crate) input1: &'a Tensor,
@@ -11213,7 +11305,7 @@ impl<'a> Bilinear<'a> {
 }
 
 /// The builder of [`cov`](crate::front::cov); overloads:
-/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3602)
+/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3606)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cov<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11253,7 +11345,7 @@ impl<'a> Cov<'a> {
 }
 
 /// The builder of [`bincount`](crate::front::bincount); overloads:
-/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3614)
+/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3618)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bincount<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11285,7 +11377,7 @@ impl<'a> Bincount<'a> {
 }
 
 /// The builder of [`histc`](crate::front::histc); overloads:
-/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3618)
+/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3622)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histc<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11330,7 +11422,7 @@ impl<'a> Histc<'a> {
 }
 
 /// The builder of [`triu_indices`](crate::front::triu_indices); overloads:
-/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3622)
+/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3626)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriuIndices<'a> {
     pub(crate) row: i64,
@@ -11396,7 +11488,7 @@ impl<'a> TriuIndices<'a> {
 }
 
 /// The builder of [`tril_indices`](crate::front::tril_indices); overloads:
-/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3626)
+/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3630)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrilIndices<'a> {
     pub(crate) row: i64,
@@ -11462,7 +11554,7 @@ impl<'a> TrilIndices<'a> {
 }
 
 /// The builder of [`fft_fftshift`](crate::front::fft_fftshift); overloads:
-/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3648)
+/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3652)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11487,7 +11579,7 @@ impl<'a> FftFftshift<'a> {
 }
 
 /// The builder of [`fft_ifftshift`](crate::front::fft_ifftshift); overloads:
-/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3652)
+/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3656)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11512,7 +11604,7 @@ impl<'a> FftIfftshift<'a> {
 }
 
 /// The builder of [`linalg_vecdot`](crate::front::linalg_vecdot); overloads:
-/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3656)
+/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3660)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVecdot<'a> {
     pub(crate) x: &'a Tensor,
@@ -11537,7 +11629,7 @@ impl<'a> LinalgVecdot<'a> {
 }
 
 /// The builder of [`linalg_vander`](crate::front::linalg_vander); overloads:
-/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3660)
+/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3664)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVander<'a> {
     pub(crate) x: &'a Tensor,
@@ -11561,7 +11653,7 @@ impl<'a> LinalgVander<'a> {
 }
 
 /// The builder of [`quantile`](crate::front::quantile); overloads:
-/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3672)
+/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3676)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Quantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11602,7 +11694,7 @@ impl<'a> Quantile<'a> {
 }
 
 /// The builder of [`quantile_scalar`](crate::front::quantile_scalar); overloads:
-/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3676)
+/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3680)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct QuantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11649,7 +11741,7 @@ impl<'a> QuantileScalar<'a> {
 }
 
 /// The builder of [`nanquantile`](crate::front::nanquantile); overloads:
-/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3680)
+/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3684)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanquantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11690,7 +11782,7 @@ impl<'a> Nanquantile<'a> {
 }
 
 /// The builder of [`nanquantile_scalar`](crate::front::nanquantile_scalar); overloads:
-/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3684)
+/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3688)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanquantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11737,7 +11829,7 @@ impl<'a> NanquantileScalar<'a> {
 }
 
 /// The builder of [`nanmedian_dim`](crate::front::nanmedian_dim); overloads:
-/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3692)
+/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3696)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanmedianDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11762,7 +11854,7 @@ impl<'a> NanmedianDim<'a> {
 }
 
 /// The builder of [`mode`](crate::front::mode); overloads:
-/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3696)
+/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3700)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Mode<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11794,7 +11886,7 @@ impl<'a> Mode<'a> {
 }
 
 /// The builder of [`scatter_reduce_two`](crate::front::scatter_reduce_two); overloads:
-/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3700)
+/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3704)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScatterReduceTwo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11822,7 +11914,7 @@ impl<'a> ScatterReduceTwo<'a> {
 }
 
 /// The builder of [`index_reduce`](crate::front::index_reduce); overloads:
-/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3704)
+/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3708)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexReduce<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11850,7 +11942,7 @@ impl<'a> IndexReduce<'a> {
 }
 
 /// The builder of [`upsample_nearest1d`](crate::front::upsample_nearest1d); overloads:
-/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3718)
+/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3722)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleNearest1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11876,7 +11968,7 @@ impl<'a> UpsampleNearest1d<'a> {
 }
 
 /// The builder of [`linalg_lu_factor_ex`](crate::front::linalg_lu_factor_ex); overloads:
-/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3733)
+/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3737)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactorEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -11908,7 +12000,7 @@ impl<'a> LinalgLuFactorEx<'a> {
 }
 
 /// The builder of [`linalg_lu_solve`](crate::front::linalg_lu_solve); overloads:
-/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3737)
+/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3741)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuSolve<'a> {
     pub(crate) lu: &'a Tensor,
@@ -11942,7 +12034,7 @@ impl<'a> LinalgLuSolve<'a> {
 }
 
 /// The builder of [`linalg_solve_triangular`](crate::front::linalg_solve_triangular); overloads:
-/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3741)
+/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3745)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveTriangular<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11982,7 +12074,7 @@ impl<'a> LinalgSolveTriangular<'a> {
 }
 
 /// The builder of [`linalg_cholesky_ex`](crate::front::linalg_cholesky_ex); overloads:
-/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3745)
+/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3749)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholeskyEx<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12014,7 +12106,7 @@ impl<'a> LinalgCholeskyEx<'a> {
 }
 
 /// The builder of [`linalg_qr`](crate::front::linalg_qr); overloads:
-/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3753)
+/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3757)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgQr<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12038,7 +12130,7 @@ impl<'a> LinalgQr<'a> {
 }
 
 /// The builder of [`linalg_eigh`](crate::front::linalg_eigh); overloads:
-/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3757)
+/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3761)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12062,7 +12154,7 @@ impl<'a> LinalgEigh<'a> {
 }
 
 /// The builder of [`_linalg_svd`](crate::front::_linalg_svd); overloads:
-/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3761)
+/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3765)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12102,7 +12194,7 @@ impl<'a> PrivateLinalgSvd<'a> {
 }
 
 /// The builder of [`linalg_lu_factor`](crate::front::linalg_lu_factor); overloads:
-/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3765)
+/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3769)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactor<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12126,7 +12218,7 @@ impl<'a> LinalgLuFactor<'a> {
 }
 
 /// The builder of [`_lu_with_info`](crate::front::_lu_with_info); overloads:
-/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3769)
+/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3773)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLuWithInfo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12158,7 +12250,7 @@ impl<'a> PrivateLuWithInfo<'a> {
 }
 
 /// The builder of [`linalg_lu`](crate::front::linalg_lu); overloads:
-/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3773)
+/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3777)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLu<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12182,7 +12274,7 @@ impl<'a> LinalgLu<'a> {
 }
 
 /// The builder of [`lu_unpack`](crate::front::lu_unpack); overloads:
-/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3777)
+/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3781)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LuUnpack<'a> {
     pub(crate) lu_data: &'a Tensor,
@@ -12215,7 +12307,7 @@ impl<'a> LuUnpack<'a> {
 }
 
 /// The builder of [`linalg_solve_ex`](crate::front::linalg_solve_ex); overloads:
-/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3785)
+/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3789)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12248,7 +12340,7 @@ impl<'a> LinalgSolveEx<'a> {
 }
 
 /// The builder of [`linalg_solve`](crate::front::linalg_solve); overloads:
-/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3789)
+/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3793)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolve<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12273,7 +12365,7 @@ impl<'a> LinalgSolve<'a> {
 }
 
 /// The builder of [`linalg_inv_ex`](crate::front::linalg_inv_ex); overloads:
-/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3793)
+/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3797)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgInvEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12297,7 +12389,7 @@ impl<'a> LinalgInvEx<'a> {
 }
 
 /// The builder of [`linalg_cholesky`](crate::front::linalg_cholesky); overloads:
-/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3825)
+/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3829)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholesky<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12321,7 +12413,7 @@ impl<'a> LinalgCholesky<'a> {
 }
 
 /// The builder of [`cholesky_solve`](crate::front::cholesky_solve); overloads:
-/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3829)
+/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3833)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskySolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12346,7 +12438,7 @@ impl<'a> CholeskySolve<'a> {
 }
 
 /// The builder of [`cholesky_inverse`](crate::front::cholesky_inverse); overloads:
-/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3833)
+/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3837)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskyInverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12370,7 +12462,7 @@ impl<'a> CholeskyInverse<'a> {
 }
 
 /// The builder of [`triangular_solve`](crate::front::triangular_solve); overloads:
-/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3837)
+/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3841)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriangularSolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12417,7 +12509,7 @@ impl<'a> TriangularSolve<'a> {
 }
 
 /// The builder of [`ormqr`](crate::front::ormqr); overloads:
-/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3849)
+/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3853)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Ormqr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12451,7 +12543,7 @@ impl<'a> Ormqr<'a> {
 }
 
 /// The builder of [`linalg_svd`](crate::front::linalg_svd); overloads:
-/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3853)
+/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3857)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12483,7 +12575,7 @@ impl<'a> LinalgSvd<'a> {
 }
 
 /// The builder of [`svd`](crate::front::svd); overloads:
-/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3857)
+/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3861)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Svd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12515,7 +12607,7 @@ impl<'a> Svd<'a> {
 }
 
 /// The builder of [`linalg_svdvals`](crate::front::linalg_svdvals); overloads:
-/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3861)
+/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3865)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvdvals<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12539,7 +12631,7 @@ impl<'a> LinalgSvdvals<'a> {
 }
 
 /// The builder of [`linalg_eigvalsh`](crate::front::linalg_eigvalsh); overloads:
-/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3865)
+/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3869)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigvalsh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12563,7 +12655,7 @@ impl<'a> LinalgEigvalsh<'a> {
 }
 
 /// The builder of [`linalg_pinv`](crate::front::linalg_pinv); overloads:
-/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3869)
+/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3873)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12588,7 +12680,7 @@ impl<'a> LinalgPinv<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_float`](crate::front::linalg_pinv_atol_rtol_float); overloads:
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3873)
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3877)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12628,7 +12720,7 @@ impl<'a> LinalgPinvAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_tensor`](crate::front::linalg_pinv_atol_rtol_tensor); overloads:
-/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3877)
+/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3881)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12668,7 +12760,7 @@ impl<'a> LinalgPinvAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_pinv_rcond_tensor`](crate::front::linalg_pinv_rcond_tensor); overloads:
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3881)
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3885)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvRcondTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12693,7 +12785,7 @@ impl<'a> LinalgPinvRcondTensor<'a> {
 }
 
 /// The builder of [`pinverse`](crate::front::pinverse); overloads:
-/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3885)
+/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3889)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pinverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12717,7 +12809,7 @@ impl<'a> Pinverse<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank`](crate::front::linalg_matrix_rank); overloads:
-/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3889)
+/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3893)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRank<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12742,7 +12834,7 @@ impl<'a> LinalgMatrixRank<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_tol_tensor`](crate::front::linalg_matrix_rank_tol_tensor); overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3893)
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3897)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankTolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12767,7 +12859,7 @@ impl<'a> LinalgMatrixRankTolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_tensor`](crate::front::linalg_matrix_rank_atol_rtol_tensor); overloads:
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3897)
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12807,7 +12899,7 @@ impl<'a> LinalgMatrixRankAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_float`](crate::front::linalg_matrix_rank_atol_rtol_float); overloads:
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3905)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12847,7 +12939,7 @@ impl<'a> LinalgMatrixRankAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm`](crate::front::linalg_matrix_norm); overloads:
-/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3905)
+/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3909)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12895,7 +12987,7 @@ impl<'a> LinalgMatrixNorm<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm_str_ord`](crate::front::linalg_matrix_norm_str_ord); overloads:
-/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3909)
+/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3913)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNormStrOrd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12950,7 +13042,7 @@ impl<'a> LinalgMatrixNormStrOrd<'a> {
 }
 
 /// The builder of [`linalg_norm`](crate::front::linalg_norm); overloads:
-/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3913)
+/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3917)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12999,7 +13091,7 @@ impl<'a> LinalgNorm<'a> {
 }
 
 /// The builder of [`linalg_norm_ord_str`](crate::front::linalg_norm_ord_str); overloads:
-/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3917)
+/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3921)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNormOrdStr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13041,7 +13133,7 @@ impl<'a> LinalgNormOrdStr<'a> {
 }
 
 /// The builder of [`linalg_cond`](crate::front::linalg_cond); overloads:
-/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3921)
+/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3925)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCond<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13065,7 +13157,7 @@ impl<'a> LinalgCond<'a> {
 }
 
 /// The builder of [`linalg_tensorinv`](crate::front::linalg_tensorinv); overloads:
-/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3929)
+/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3933)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13089,7 +13181,7 @@ impl<'a> LinalgTensorinv<'a> {
 }
 
 /// The builder of [`linalg_tensorsolve`](crate::front::linalg_tensorsolve); overloads:
-/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3933)
+/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3937)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorsolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13115,7 +13207,7 @@ impl<'a> LinalgTensorsolve<'a> {
 }
 
 /// The builder of [`linalg_lstsq`](crate::front::linalg_lstsq); overloads:
-/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3945)
+/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3949)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLstsq<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13148,7 +13240,7 @@ impl<'a> LinalgLstsq<'a> {
 }
 
 /// The builder of [`cauchy_`](crate::front::cauchy_); overloads:
-/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3951)
+/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3955)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CauchyInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13188,7 +13280,7 @@ impl<'a> CauchyInplace<'a> {
 }
 
 /// The builder of [`geometric_`](crate::front::geometric_); overloads:
-/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3956)
+/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3960)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GeometricInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13213,7 +13305,7 @@ impl<'a> GeometricInplace<'a> {
 }
 
 /// The builder of [`log_normal_`](crate::front::log_normal_); overloads:
-/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3961)
+/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3965)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LogNormalInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13253,7 +13345,7 @@ impl<'a> LogNormalInplace<'a> {
 }
 
 /// The builder of [`randint_like`](crate::front::randint_like); overloads:
-/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3966)
+/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3970)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLike<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13310,7 +13402,7 @@ impl<'a> RandintLike<'a> {
 }
 
 /// The builder of [`randint_like_tensor`](crate::front::randint_like_tensor); overloads:
-/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3970)
+/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3974)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13367,7 +13459,7 @@ impl<'a> RandintLikeTensor<'a> {
 }
 
 /// The builder of [`randint_like_low_dtype`](crate::front::randint_like_low_dtype); overloads:
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3974)
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3978)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeLowDtype<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13425,7 +13517,7 @@ impl<'a> RandintLikeLowDtype<'a> {
 }
 
 /// The builder of [`rrelu`](crate::front::rrelu); overloads:
-/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3978)
+/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3982)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Rrelu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13479,7 +13571,7 @@ impl<'a> Rrelu<'a> {
 }
 
 /// The builder of [`allclose`](crate::front::allclose); overloads:
-/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4016)
+/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4020)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Allclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13526,7 +13618,7 @@ impl<'a> Allclose<'a> {
 }
 
 /// The builder of [`rnn_tanh_cell`](crate::front::rnn_tanh_cell); overloads:
-/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4045)
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4049)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnTanhCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13561,7 +13653,7 @@ impl<'a> RnnTanhCell<'a> {
 }
 
 /// The builder of [`rnn_relu_cell`](crate::front::rnn_relu_cell); overloads:
-/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4049)
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4053)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnReluCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13596,7 +13688,7 @@ impl<'a> RnnReluCell<'a> {
 }
 
 /// The builder of [`gru_cell`](crate::front::gru_cell); overloads:
-/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4053)
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4057)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GruCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13631,7 +13723,7 @@ impl<'a> GruCell<'a> {
 }
 
 /// The builder of [`lstm_cell`](crate::front::lstm_cell); overloads:
-/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4057)
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4061)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LstmCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13666,7 +13758,7 @@ impl<'a> LstmCell<'a> {
 }
 
 /// The builder of [`as_strided_scatter`](crate::front::as_strided_scatter); overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4065)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4069)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13695,7 +13787,7 @@ impl<'a> AsStridedScatter<'a> {
 }
 
 /// The builder of [`multi_margin_loss`](crate::front::multi_margin_loss); overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4097)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4101)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultiMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13751,7 +13843,7 @@ impl<'a> MultiMarginLoss<'a> {
 }
 
 /// The builder of [`multilabel_margin_loss`](crate::front::multilabel_margin_loss); overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4101)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4105)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultilabelMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13776,7 +13868,7 @@ impl<'a> MultilabelMarginLoss<'a> {
 }
 
 /// The builder of [`unique_consecutive`](crate::front::unique_consecutive); overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4105)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4109)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UniqueConsecutive<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13821,7 +13913,7 @@ impl<'a> UniqueConsecutive<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact1d`](crate::front::_upsample_nearest_exact1d); overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4123)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4127)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13847,7 +13939,7 @@ impl<'a> PrivateUpsampleNearestExact1d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact2d`](crate::front::_upsample_nearest_exact2d); overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4127)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4131)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13881,7 +13973,7 @@ impl<'a> PrivateUpsampleNearestExact2d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact3d`](crate::front::_upsample_nearest_exact3d); overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4131)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4135)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13923,7 +14015,7 @@ impl<'a> PrivateUpsampleNearestExact3d<'a> {
 }
 
 /// The builder of [`fft_irfft`](crate::front::fft_irfft); overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4137)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4141)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13963,7 +14055,7 @@ impl<'a> FftIrfft<'a> {
 }
 
 /// The builder of [`fft_irfft2`](crate::front::fft_irfft2); overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4141)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4145)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14005,7 +14097,7 @@ impl<'a> FftIrfft2<'a> {
 }
 
 /// The builder of [`fft_irfftn`](crate::front::fft_irfftn); overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4145)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4149)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14047,7 +14139,7 @@ impl<'a> FftIrfftn<'a> {
 }
 
 /// The builder of [`fft_hfft`](crate::front::fft_hfft); overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4149)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4153)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14087,7 +14179,7 @@ impl<'a> FftHfft<'a> {
 }
 
 /// The builder of [`fft_hfft2`](crate::front::fft_hfft2); overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4153)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4157)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14129,7 +14221,7 @@ impl<'a> FftHfft2<'a> {
 }
 
 /// The builder of [`fft_hfftn`](crate::front::fft_hfftn); overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4157)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4161)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14171,7 +14263,7 @@ impl<'a> FftHfftn<'a> {
 }
 
 /// The builder of [`gradient`](crate::front::gradient); overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4177)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4181)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gradient<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14211,7 +14303,7 @@ impl<'a> Gradient<'a> {
 }
 
 /// The builder of [`histogram`](crate::front::histogram); overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4181)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4185)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogram<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14259,7 +14351,7 @@ impl<'a> Histogram<'a> {
 }
 
 /// The builder of [`histogramdd`](crate::front::histogramdd); overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4185)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4189)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogramdd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14301,7 +14393,7 @@ impl<'a> Histogramdd<'a> {
 }
 
 /// The builder of [`histogramdd_int_bins`](crate::front::histogramdd_int_bins); overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4189)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4193)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddIntBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14342,7 +14434,7 @@ impl<'a> HistogramddIntBins<'a> {
 }
 
 /// The builder of [`histogram_bins_tensor`](crate::front::histogram_bins_tensor); overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4193)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4197)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramBinsTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14375,7 +14467,7 @@ impl<'a> HistogramBinsTensor<'a> {
 }
 
 /// The builder of [`histogramdd_tensorlist_bins`](crate::front::histogramdd_tensorlist_bins); overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4197)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4201)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddTensorlistBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14422,7 +14514,7 @@ impl<'a> HistogramddTensorlistBins<'a> {
 }
 
 /// The builder of [`upsample_trilinear3d`](crate::front::upsample_trilinear3d); overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4211)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4215)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleTrilinear3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14465,7 +14557,7 @@ impl<'a> UpsampleTrilinear3d<'a> {
 }
 
 /// The builder of [`upsample_bicubic2d`](crate::front::upsample_bicubic2d); overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4215)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4219)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleBicubic2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14500,7 +14592,7 @@ impl<'a> UpsampleBicubic2d<'a> {
 }
 
 /// The builder of [`segment_reduce`](crate::front::segment_reduce); overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4219)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4223)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SegmentReduce<'a> {
     pub(crate) data: &'a Tensor,
@@ -14574,7 +14666,7 @@ impl<'a> SegmentReduce<'a> {
 }
 
 /// The builder of [`_sparse_coo_tensor_with_dims_and_tensors`](crate::front::_sparse_coo_tensor_with_dims_and_tensors); overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4225)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4229)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseCooTensorWithDimsAndTensors<'a> {
     pub(crate) sparse_dim: i64,
@@ -14658,7 +14750,7 @@ impl<'a> PrivateSparseCooTensorWithDimsAndTensors<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor`](crate::front::sparse_coo_tensor); overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4229)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4233)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensor<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14726,7 +14818,7 @@ impl<'a> SparseCooTensor<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_indices`](crate::front::sparse_coo_tensor_indices); overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4233)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4237)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorIndices<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14791,7 +14883,7 @@ impl<'a> SparseCooTensorIndices<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_size`](crate::front::sparse_coo_tensor_size); overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4237)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4241)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorSize<'a> {
     pub(crate) size: IntList<'a>,
@@ -14840,7 +14932,7 @@ impl<'a> SparseCooTensorSize<'a> {
 }
 
 /// The builder of [`to_dense`](crate::front::to_dense); overloads:
-/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4297)
+/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4301)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14872,7 +14964,7 @@ impl<'a> ToDense<'a> {
 }
 
 /// The builder of [`_to_dense`](crate::front::_to_dense); overloads:
-/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4302)
+/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4306)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14904,7 +14996,7 @@ impl<'a> PrivateToDense<'a> {
 }
 
 /// The builder of [`to_dense_backward`](crate::front::to_dense_backward); overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4308)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4312)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDenseBackward<'a> {
     pub(crate) grad: &'a Tensor,
@@ -14929,7 +15021,7 @@ impl<'a> ToDenseBackward<'a> {
 }
 
 /// The builder of [`to_sparse`](crate::front::to_sparse); overloads:
-/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4317)
+/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4321)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14970,7 +15062,7 @@ impl<'a> ToSparse<'a> {
 }
 
 /// The builder of [`_sparse_addmm`](crate::front::_sparse_addmm); overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4346)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4350)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseAddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15010,7 +15102,7 @@ impl<'a> PrivateSparseAddmm<'a> {
 }
 
 /// The builder of [`sspaddmm`](crate::front::sspaddmm); overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4358)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4362)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sspaddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15050,7 +15142,7 @@ impl<'a> Sspaddmm<'a> {
 }
 
 /// The builder of [`_sparse_softmax_int`](crate::front::_sparse_softmax_int); overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4363)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4367)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15075,7 +15167,7 @@ impl<'a> PrivateSparseSoftmaxInt<'a> {
 }
 
 /// The builder of [`_sparse_log_softmax_int`](crate::front::_sparse_log_softmax_int); overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4375)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4379)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseLogSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15100,7 +15192,7 @@ impl<'a> PrivateSparseLogSoftmaxInt<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor`](crate::front::sparse_csr_tensor); overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4391)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4395)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensor<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15161,7 +15253,7 @@ impl<'a> SparseCsrTensor<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor_crow_col_value`](crate::front::sparse_csr_tensor_crow_col_value); overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4395)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4399)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensorCrowColValue<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15221,7 +15313,7 @@ impl<'a> SparseCsrTensorCrowColValue<'a> {
 }
 
 /// The builder of [`to_sparse_csr`](crate::front::to_sparse_csr); overloads:
-/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4409)
+/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4413)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15245,7 +15337,7 @@ impl<'a> ToSparseCsr<'a> {
 }
 
 /// The builder of [`_to_sparse_csr`](crate::front::_to_sparse_csr); overloads:
-/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4414)
+/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4418)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15269,7 +15361,7 @@ impl<'a> PrivateToSparseCsr<'a> {
 }
 
 /// The builder of [`_foreach_add_list`](crate::front::_foreach_add_list); overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4433)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4437)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddList<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15294,7 +15386,7 @@ impl<'a> PrivateForeachAddList<'a> {
 }
 
 /// The builder of [`_foreach_add_list_`](crate::front::_foreach_add_list_); overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4438)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4442)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddListInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15319,7 +15411,7 @@ impl<'a> PrivateForeachAddListInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcmul`](crate::front::_foreach_addcmul); overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4473)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4477)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmul<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15350,7 +15442,7 @@ impl<'a> PrivateForeachAddcmul<'a> {
 }
 
 /// The builder of [`_foreach_addcmul_`](crate::front::_foreach_addcmul_); overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4478)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4482)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmulInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15381,7 +15473,7 @@ impl<'a> PrivateForeachAddcmulInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv`](crate::front::_foreach_addcdiv); overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4483)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4487)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdiv<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15412,7 +15504,7 @@ impl<'a> PrivateForeachAddcdiv<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv_`](crate::front::_foreach_addcdiv_); overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4488)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4492)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdivInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15443,7 +15535,7 @@ impl<'a> PrivateForeachAddcdivInplace<'a> {
 }
 
 /// The builder of [`_foreach_copy_`](crate::front::_foreach_copy_); overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4538)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4542)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachCopyInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15468,7 +15560,7 @@ impl<'a> PrivateForeachCopyInplace<'a> {
 }
 
 /// The builder of [`_foreach_norm`](crate::front::_foreach_norm); overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4543)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4547)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachNorm<'a> {
     pub(crate) self_: TensorList<'a>,

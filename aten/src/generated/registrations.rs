@@ -449,6 +449,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::pixel_unshuffle::SCHEMA).expect("generated schema parses");
     d.def(handles::scaled_dot_product_attention::SCHEMA).expect("generated schema parses");
     d.def(handles::_native_multi_head_attention::SCHEMA).expect("generated schema parses");
+    d.def(handles::_transformer_encoder_layer_fwd::SCHEMA).expect("generated schema parses");
     d.def(handles::native_layer_norm::SCHEMA).expect("generated schema parses");
     d.def(handles::layer_norm::SCHEMA).expect("generated schema parses");
     d.def(handles::native_batch_norm::SCHEMA).expect("generated schema parses");
@@ -9749,6 +9750,57 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
                     mask,
                     need_weights,
                     average_attn_weights,
+                    mask_type,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_transformer_encoder_layer_fwd::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_transformer_encoder_layer_fwd::kernel(
+            |_ks,
+             src,
+             embed_dim,
+             num_heads,
+             qkv_weight,
+             qkv_bias,
+             proj_weight,
+             proj_bias,
+             use_gelu,
+             norm_first,
+             eps,
+             norm_weight_1,
+             norm_bias_1,
+             norm_weight_2,
+             norm_bias_2,
+             ffn_weight_1,
+             ffn_bias_1,
+             ffn_weight_2,
+             ffn_bias_2,
+             mask,
+             mask_type| {
+                crate::native::attention::transformer_encoder_layer_fwd(
+                    src,
+                    embed_dim,
+                    num_heads,
+                    qkv_weight,
+                    qkv_bias,
+                    proj_weight,
+                    proj_bias,
+                    use_gelu,
+                    norm_first,
+                    eps,
+                    norm_weight_1,
+                    norm_bias_1,
+                    norm_weight_2,
+                    norm_bias_2,
+                    ffn_weight_1,
+                    ffn_bias_1,
+                    ffn_weight_2,
+                    ffn_bias_2,
+                    mask,
                     mask_type,
                 )
             },

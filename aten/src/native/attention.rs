@@ -372,3 +372,64 @@ pub fn native_multi_head_attention(
     };
     Ok((out, weights))
 }
+
+/// `_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, ...) -> Tensor`:
+/// PyTorch's inference fast path of `nn.TransformerEncoderLayer` (what a layer traced in eval
+/// mode calls), the layer's forward from its parts: self-attention through
+/// [`native_multi_head_attention`] plus the residual, then the feed-forward block
+/// (`linear2(act(linear1(x)))`, GELU exact or ReLU) plus the residual, each layer norm before
+/// its block (`norm_first`) or after its residual. `src` is `(batch, sequence, embed_dim)`.
+#[allow(clippy::too_many_arguments)]
+pub fn transformer_encoder_layer_fwd(
+    src: &Tensor,
+    embed_dim: i64,
+    num_heads: i64,
+    qkv_weight: &Tensor,
+    qkv_bias: &Tensor,
+    proj_weight: &Tensor,
+    proj_bias: &Tensor,
+    use_gelu: bool,
+    norm_first: bool,
+    eps: f64,
+    norm_weight_1: &Tensor,
+    norm_bias_1: &Tensor,
+    norm_weight_2: &Tensor,
+    norm_bias_2: &Tensor,
+    ffn_weight_1: &Tensor,
+    ffn_bias_1: &Tensor,
+    ffn_weight_2: &Tensor,
+    ffn_bias_2: &Tensor,
+    mask: Option<&Tensor>,
+    mask_type: Option<i64>,
+) -> Result<Tensor> {
+    let norm = |x: &Tensor, w: &Tensor, b: &Tensor| ops::layer_norm(x, &[embed_dim], Some(w), Some(b), eps, true);
+    let x = if norm_first { norm(src, norm_weight_1, norm_bias_1)? } else { src.clone() };
+    let (attn, _) = native_multi_head_attention(
+        &x,
+        &x,
+        &x,
+        embed_dim,
+        num_heads,
+        qkv_weight,
+        qkv_bias,
+        proj_weight,
+        proj_bias,
+        mask,
+        false,
+        true,
+        mask_type,
+    )?;
+    let mut x = ops::add(&attn, src, Scalar::Int(1))?;
+    if !norm_first {
+        x = norm(&x, norm_weight_1, norm_bias_1)?;
+    }
+    let ffn_in = if norm_first { norm(&x, norm_weight_2, norm_bias_2)? } else { x.clone() };
+    let hidden = ops::linear(&ffn_in, ffn_weight_1, Some(ffn_bias_1))?;
+    let hidden = if use_gelu { ops::gelu(&hidden, "none")? } else { ops::relu(&hidden)? };
+    let x = ops::add(&ops::linear(&hidden, ffn_weight_2, Some(ffn_bias_2))?, &x, Scalar::Int(1))?;
+    if norm_first {
+        Ok(x)
+    } else {
+        norm(&x, norm_weight_2, norm_bias_2)
+    }
+}

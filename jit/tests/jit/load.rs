@@ -433,3 +433,55 @@ fn native_multi_head_attention_of_empty_inputs_is_not_a_panic() {
         }
     }
 }
+
+/// `_transformer_encoder_layer_fwd` (what `nn.TransformerEncoderLayer` traced in eval mode
+/// calls; PyTorch's values are checked by `modules.rs`) against a closed form: with zero
+/// projection weights, every attention output is the output projection's bias and the
+/// feed-forward block gives its second bias, so with `norm_first` the layer adds both biases to
+/// its input whatever the norms and the activation do; a 2-D input is an error, as PyTorch's.
+#[test]
+fn transformer_encoder_layer_fast_path_adds_its_blocks_to_the_input() {
+    let z = |s: &[i64]| aten::ops::zeros(s, None, None, None, None).unwrap();
+    let ones = |s: &[i64]| aten::ops::ones(s, None, None, None, None).unwrap();
+    let (e, ff) = (4, 6);
+    let src = Tensor::from_vec((0..2 * 3 * e).map(|i| (i as f32 * 0.7).sin()).collect(), &[2, 3, e]).unwrap();
+    let proj_bias = Tensor::from_vec(vec![0.5f32, -1.0, 2.0, 0.25], &[e]).unwrap();
+    let ffn_bias_2 = Tensor::from_vec(vec![1.0f32, 0.0, -0.5, 3.0], &[e]).unwrap();
+    let ffn_bias_1 = Tensor::from_vec((0..ff).map(|i| i as f32 - 2.0).collect(), &[ff]).unwrap();
+    let run = |x: &Tensor, use_gelu: bool| {
+        aten::ops::_transformer_encoder_layer_fwd(
+            x,
+            e,
+            2,
+            &z(&[3 * e, e]),
+            &z(&[3 * e]),
+            &z(&[e, e]),
+            &proj_bias,
+            use_gelu,
+            true,
+            1e-5,
+            &ones(&[e]),
+            &z(&[e]),
+            &ones(&[e]),
+            &z(&[e]),
+            &z(&[ff, e]),
+            &ffn_bias_1,
+            &z(&[e, ff]),
+            &ffn_bias_2,
+            None,
+            None,
+        )
+    };
+    let (s, p, f) =
+        (src.to_vec::<f32>().unwrap(), proj_bias.to_vec::<f32>().unwrap(), ffn_bias_2.to_vec::<f32>().unwrap());
+    let want: Vec<f32> = s.iter().enumerate().map(|(i, v)| v + p[i % 4] + f[i % 4]).collect();
+    for use_gelu in [false, true] {
+        let out = run(&src, use_gelu).unwrap();
+        assert_eq!(out.sizes(), [2, 3, e]);
+        for (a, b) in out.to_vec::<f32>().unwrap().iter().zip(&want) {
+            assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "{a} vs {b}");
+        }
+    }
+    let err = run(&src.reshape(&[6, e]).unwrap(), false).unwrap_err().to_string();
+    assert!(err.contains("(batch, sequence, embed_dim)"), "{err}");
+}

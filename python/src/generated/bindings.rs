@@ -1805,6 +1805,13 @@ pub static BINDINGS: &[Binding] = &[
         overloads: &[("_native_multi_head_attention", None)],
     },
     Binding {
+        name: "_transformer_encoder_layer_fwd",
+        namespace: Namespace::Torch,
+        function: true,
+        method: false,
+        overloads: &[("_transformer_encoder_layer_fwd", None)],
+    },
+    Binding {
         name: "native_layer_norm",
         namespace: Namespace::Torch,
         function: true,
