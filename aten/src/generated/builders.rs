@@ -1547,9 +1547,9 @@ impl<'a> ArangeStart<'a> {
 
 /// The builder of [`linspace`](crate::front::linspace); overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
-/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4025)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4165)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4169)
+/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4033)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4173)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4177)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -2938,7 +2938,7 @@ impl<'a> Pow<'a> {
 
 /// The builder of [`lerp`](crate::front::lerp); overloads:
 /// - `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
-/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3542)
+/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3550)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Lerp<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3105,7 +3105,7 @@ impl<'a> Clamp<'a> {
 
 /// The builder of [`masked_fill`](crate::front::masked_fill); overloads:
 /// - `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
-/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3361)
+/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3369)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaskedFill<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3136,7 +3136,7 @@ impl<'a> MaskedFill<'a> {
 
 /// The builder of [`masked_fill_`](crate::front::masked_fill_); overloads:
 /// - `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1336)
-/// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3365)
+/// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3373)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaskedFillInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3471,8 +3471,8 @@ impl<'a> ProdDimInt<'a> {
 
 /// The builder of [`var`](crate::front::var); overloads:
 /// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
-/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3149)
-/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3153)
+/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3157)
+/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3161)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Var<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3537,8 +3537,8 @@ impl<'a> Var<'a> {
 
 /// The builder of [`std`](crate::front::std); overloads:
 /// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1404)
-/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3157)
-/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3161)
+/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3165)
+/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3169)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Std<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3809,7 +3809,7 @@ impl<'a> Logsumexp<'a> {
 
 /// The builder of [`all`](crate::front::all); overloads:
 /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
-/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3570)
+/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3578)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct All<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3846,7 +3846,7 @@ impl<'a> All<'a> {
 
 /// The builder of [`any`](crate::front::any); overloads:
 /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1459)
-/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3566)
+/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3574)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Any<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4862,8 +4862,85 @@ impl<'a> Embedding<'a> {
     }
 }
 
+/// The builder of [`embedding_bag`](crate::front::embedding_bag); overloads:
+/// - `embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1833)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct EmbeddingBag<'a> {
+    pub(crate) weight: &'a Tensor,
+    pub(crate) indices: &'a Tensor,
+    pub(crate) offsets: &'a Tensor,
+    pub(crate) scale_grad_by_freq: Option<bool>,
+    pub(crate) mode: Option<i64>,
+    pub(crate) sparse: Option<bool>,
+    pub(crate) per_sample_weights: Option<&'a Tensor>,
+    pub(crate) include_last_offset: Option<bool>,
+}
+
+impl<'a> EmbeddingBag<'a> {
+    /// Sets `scale_grad_by_freq` (default `False`).
+    #[inline]
+    pub fn scale_grad_by_freq(mut self, v: bool) -> Self {
+        self.scale_grad_by_freq = Some(v);
+        self
+    }
+
+    /// Sets `mode` (default `0`).
+    #[inline]
+    pub fn mode(mut self, v: i64) -> Self {
+        self.mode = Some(v);
+        self
+    }
+
+    /// Sets `sparse` (default `False`).
+    #[inline]
+    pub fn sparse(mut self, v: bool) -> Self {
+        self.sparse = Some(v);
+        self
+    }
+
+    /// Sets `per_sample_weights` (default `None`).
+    #[inline]
+    pub fn per_sample_weights(mut self, v: &'a Tensor) -> Self {
+        self.per_sample_weights = Some(v);
+        self
+    }
+
+    /// Sets `include_last_offset` (default `False`).
+    #[inline]
+    pub fn include_last_offset(mut self, v: bool) -> Self {
+        self.include_last_offset = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        let EmbeddingBag {
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            ..
+        } = self;
+        crate::handles::embedding_bag::call(
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq.unwrap_or(false),
+            mode.unwrap_or(0),
+            sparse.unwrap_or(false),
+            per_sample_weights,
+            include_last_offset.unwrap_or(false),
+        )
+    }
+}
+
 /// The builder of [`one_hot`](crate::front::one_hot); overloads:
-/// - `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1837)
+/// - `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1845)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct OneHot<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4887,8 +4964,8 @@ impl<'a> OneHot<'a> {
 }
 
 /// The builder of [`sort`](crate::front::sort); overloads:
-/// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
-/// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1846)
+/// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1849)
+/// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1854)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sort<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4931,7 +5008,7 @@ impl<'a> Sort<'a> {
 }
 
 /// The builder of [`argsort`](crate::front::argsort); overloads:
-/// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1851)
+/// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1859)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Argsort<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4963,7 +5040,7 @@ impl<'a> Argsort<'a> {
 }
 
 /// The builder of [`argsort_stable`](crate::front::argsort_stable); overloads:
-/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1856)
+/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1864)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ArgsortStable<'a> {
     pub(crate) self_: &'a Tensor,
@@ -4996,7 +5073,7 @@ impl<'a> ArgsortStable<'a> {
 }
 
 /// The builder of [`topk`](crate::front::topk); overloads:
-/// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1861)
+/// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1869)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Topk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5037,7 +5114,7 @@ impl<'a> Topk<'a> {
 }
 
 /// The builder of [`kthvalue`](crate::front::kthvalue); overloads:
-/// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1866)
+/// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1874)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Kthvalue<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5070,7 +5147,7 @@ impl<'a> Kthvalue<'a> {
 }
 
 /// The builder of [`median_dim`](crate::front::median_dim); overloads:
-/// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1877)
+/// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1885)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MedianDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5095,7 +5172,7 @@ impl<'a> MedianDim<'a> {
 }
 
 /// The builder of [`_unique2`](crate::front::_unique2); overloads:
-/// - `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1892)
+/// - `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1900)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUnique2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5140,7 +5217,7 @@ impl<'a> PrivateUnique2<'a> {
 }
 
 /// The builder of [`norm`](crate::front::norm); overloads:
-/// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1896)
+/// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1904)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Norm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5164,7 +5241,7 @@ impl<'a> Norm<'a> {
 }
 
 /// The builder of [`norm_scalaropt_dim`](crate::front::norm_scalaropt_dim); overloads:
-/// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1902)
+/// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1910)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NormScalaroptDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5191,7 +5268,7 @@ impl<'a> NormScalaroptDim<'a> {
 }
 
 /// The builder of [`addmm`](crate::front::addmm); overloads:
-/// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1943)
+/// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1951)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5225,7 +5302,7 @@ impl<'a> Addmm<'a> {
 }
 
 /// The builder of [`baddbmm`](crate::front::baddbmm); overloads:
-/// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1950)
+/// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1958)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Baddbmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5265,7 +5342,7 @@ impl<'a> Baddbmm<'a> {
 }
 
 /// The builder of [`addbmm`](crate::front::addbmm); overloads:
-/// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1955)
+/// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1963)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addbmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -5305,7 +5382,7 @@ impl<'a> Addbmm<'a> {
 }
 
 /// The builder of [`linear`](crate::front::linear); overloads:
-/// - `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1986)
+/// - `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1994)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linear<'a> {
     pub(crate) input: &'a Tensor,
@@ -5330,7 +5407,7 @@ impl<'a> Linear<'a> {
 }
 
 /// The builder of [`einsum`](crate::front::einsum); overloads:
-/// - `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1994)
+/// - `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:2002)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Einsum<'a> {
     pub(crate) equation: &'a str,
@@ -5356,7 +5433,7 @@ impl<'a> Einsum<'a> {
 }
 
 /// The builder of [`conv1d`](crate::front::conv1d); overloads:
-/// - `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2006)
+/// - `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2014)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv1d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5424,7 +5501,7 @@ impl<'a> Conv1d<'a> {
 }
 
 /// The builder of [`conv2d`](crate::front::conv2d); overloads:
-/// - `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2010)
+/// - `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2018)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv2d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5492,7 +5569,7 @@ impl<'a> Conv2d<'a> {
 }
 
 /// The builder of [`conv3d`](crate::front::conv3d); overloads:
-/// - `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2014)
+/// - `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2022)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv3d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5560,7 +5637,7 @@ impl<'a> Conv3d<'a> {
 }
 
 /// The builder of [`conv1d_padding`](crate::front::conv1d_padding); overloads:
-/// - `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2018)
+/// - `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2026)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv1dPadding<'a> {
     pub(crate) input: &'a Tensor,
@@ -5627,7 +5704,7 @@ impl<'a> Conv1dPadding<'a> {
 }
 
 /// The builder of [`conv2d_padding`](crate::front::conv2d_padding); overloads:
-/// - `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2022)
+/// - `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2030)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv2dPadding<'a> {
     pub(crate) input: &'a Tensor,
@@ -5694,7 +5771,7 @@ impl<'a> Conv2dPadding<'a> {
 }
 
 /// The builder of [`conv3d_padding`](crate::front::conv3d_padding); overloads:
-/// - `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2026)
+/// - `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2034)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Conv3dPadding<'a> {
     pub(crate) input: &'a Tensor,
@@ -5761,7 +5838,7 @@ impl<'a> Conv3dPadding<'a> {
 }
 
 /// The builder of [`conv_transpose1d`](crate::front::conv_transpose1d); overloads:
-/// - `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2030)
+/// - `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2038)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConvTranspose1d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5839,7 +5916,7 @@ impl<'a> ConvTranspose1d<'a> {
 }
 
 /// The builder of [`conv_transpose2d`](crate::front::conv_transpose2d); overloads:
-/// - `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2034)
+/// - `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2042)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConvTranspose2d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5917,7 +5994,7 @@ impl<'a> ConvTranspose2d<'a> {
 }
 
 /// The builder of [`conv_transpose3d`](crate::front::conv_transpose3d); overloads:
-/// - `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2038)
+/// - `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2046)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ConvTranspose3d<'a> {
     pub(crate) input: &'a Tensor,
@@ -5995,7 +6072,7 @@ impl<'a> ConvTranspose3d<'a> {
 }
 
 /// The builder of [`max_pool1d`](crate::front::max_pool1d); overloads:
-/// - `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2042)
+/// - `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2050)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6055,7 +6132,7 @@ impl<'a> MaxPool1d<'a> {
 }
 
 /// The builder of [`max_pool2d`](crate::front::max_pool2d); overloads:
-/// - `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2046)
+/// - `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2054)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6115,7 +6192,7 @@ impl<'a> MaxPool2d<'a> {
 }
 
 /// The builder of [`max_pool3d`](crate::front::max_pool3d); overloads:
-/// - `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2050)
+/// - `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2058)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6175,7 +6252,7 @@ impl<'a> MaxPool3d<'a> {
 }
 
 /// The builder of [`max_pool1d_with_indices`](crate::front::max_pool1d_with_indices); overloads:
-/// - `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2054)
+/// - `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2062)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool1dWithIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6235,7 +6312,7 @@ impl<'a> MaxPool1dWithIndices<'a> {
 }
 
 /// The builder of [`max_pool2d_with_indices`](crate::front::max_pool2d_with_indices); overloads:
-/// - `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2058)
+/// - `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2066)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool2dWithIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6295,7 +6372,7 @@ impl<'a> MaxPool2dWithIndices<'a> {
 }
 
 /// The builder of [`max_pool3d_with_indices`](crate::front::max_pool3d_with_indices); overloads:
-/// - `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2066)
+/// - `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2074)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaxPool3dWithIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6355,7 +6432,7 @@ impl<'a> MaxPool3dWithIndices<'a> {
 }
 
 /// The builder of [`avg_pool1d`](crate::front::avg_pool1d); overloads:
-/// - `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2070)
+/// - `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2078)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AvgPool1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6414,7 +6491,7 @@ impl<'a> AvgPool1d<'a> {
 }
 
 /// The builder of [`avg_pool2d`](crate::front::avg_pool2d); overloads:
-/// - `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2074)
+/// - `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2082)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AvgPool2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6483,7 +6560,7 @@ impl<'a> AvgPool2d<'a> {
 }
 
 /// The builder of [`avg_pool3d`](crate::front::avg_pool3d); overloads:
-/// - `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2078)
+/// - `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2086)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AvgPool3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6552,7 +6629,7 @@ impl<'a> AvgPool3d<'a> {
 }
 
 /// The builder of [`scaled_dot_product_attention`](crate::front::scaled_dot_product_attention); overloads:
-/// - `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2130)
+/// - `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2138)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScaledDotProductAttention<'a> {
     pub(crate) query: &'a Tensor,
@@ -6620,7 +6697,7 @@ impl<'a> ScaledDotProductAttention<'a> {
 }
 
 /// The builder of [`_native_multi_head_attention`](crate::front::_native_multi_head_attention); overloads:
-/// - `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2134)
+/// - `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2142)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateNativeMultiHeadAttention<'a> {
     pub(crate) query: &'a Tensor,
@@ -6705,7 +6782,7 @@ impl<'a> PrivateNativeMultiHeadAttention<'a> {
 }
 
 /// The builder of [`_transformer_encoder_layer_fwd`](crate::front::_transformer_encoder_layer_fwd); overloads:
-/// - `_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, Tensor norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor` (aten/native_functions.yaml:2138)
+/// - `_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, Tensor norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor` (aten/native_functions.yaml:2146)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateTransformerEncoderLayerFwd<'a> {
     pub(crate) src: &'a Tensor,
@@ -6797,7 +6874,7 @@ impl<'a> PrivateTransformerEncoderLayerFwd<'a> {
 }
 
 /// The builder of [`layer_norm`](crate::front::layer_norm); overloads:
-/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2149)
+/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2157)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LayerNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -6854,7 +6931,7 @@ impl<'a> LayerNorm<'a> {
 }
 
 /// The builder of [`group_norm`](crate::front::group_norm); overloads:
-/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2169)
+/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2177)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GroupNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -6910,7 +6987,7 @@ impl<'a> GroupNorm<'a> {
 }
 
 /// The builder of [`mse_loss`](crate::front::mse_loss); overloads:
-/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2174)
+/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2182)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MseLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6935,7 +7012,7 @@ impl<'a> MseLoss<'a> {
 }
 
 /// The builder of [`l1_loss`](crate::front::l1_loss); overloads:
-/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2178)
+/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2186)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct L1Loss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6960,7 +7037,7 @@ impl<'a> L1Loss<'a> {
 }
 
 /// The builder of [`smooth_l1_loss`](crate::front::smooth_l1_loss); overloads:
-/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2182)
+/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2190)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SmoothL1Loss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -6993,7 +7070,7 @@ impl<'a> SmoothL1Loss<'a> {
 }
 
 /// The builder of [`huber_loss`](crate::front::huber_loss); overloads:
-/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2186)
+/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2194)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HuberLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7026,7 +7103,7 @@ impl<'a> HuberLoss<'a> {
 }
 
 /// The builder of [`binary_cross_entropy`](crate::front::binary_cross_entropy); overloads:
-/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2190)
+/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2198)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BinaryCrossEntropy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7059,7 +7136,7 @@ impl<'a> BinaryCrossEntropy<'a> {
 }
 
 /// The builder of [`binary_cross_entropy_with_logits`](crate::front::binary_cross_entropy_with_logits); overloads:
-/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2194)
+/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2202)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BinaryCrossEntropyWithLogits<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7106,7 +7183,7 @@ impl<'a> BinaryCrossEntropyWithLogits<'a> {
 }
 
 /// The builder of [`kl_div`](crate::front::kl_div); overloads:
-/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2198)
+/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2206)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct KlDiv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7139,7 +7216,7 @@ impl<'a> KlDiv<'a> {
 }
 
 /// The builder of [`margin_ranking_loss`](crate::front::margin_ranking_loss); overloads:
-/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2202)
+/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2210)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MarginRankingLoss<'a> {
     pub(crate) input1: &'a Tensor,
@@ -7173,7 +7250,7 @@ impl<'a> MarginRankingLoss<'a> {
 }
 
 /// The builder of [`cosine_embedding_loss`](crate::front::cosine_embedding_loss); overloads:
-/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2206)
+/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2214)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CosineEmbeddingLoss<'a> {
     pub(crate) input1: &'a Tensor,
@@ -7213,7 +7290,7 @@ impl<'a> CosineEmbeddingLoss<'a> {
 }
 
 /// The builder of [`triplet_margin_loss`](crate::front::triplet_margin_loss); overloads:
-/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2210)
+/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2218)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TripletMarginLoss<'a> {
     pub(crate) anchor: &'a Tensor,
@@ -7280,7 +7357,7 @@ impl<'a> TripletMarginLoss<'a> {
 }
 
 /// The builder of [`nll_loss`](crate::front::nll_loss); overloads:
-/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2214)
+/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2222)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7321,7 +7398,7 @@ impl<'a> NllLoss<'a> {
 }
 
 /// The builder of [`nll_loss2d`](crate::front::nll_loss2d); overloads:
-/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2218)
+/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2226)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7362,7 +7439,7 @@ impl<'a> NllLoss2d<'a> {
 }
 
 /// The builder of [`nll_loss_nd`](crate::front::nll_loss_nd); overloads:
-/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2222)
+/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2230)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLossNd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7403,7 +7480,7 @@ impl<'a> NllLossNd<'a> {
 }
 
 /// The builder of [`cross_entropy_loss`](crate::front::cross_entropy_loss); overloads:
-/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2226)
+/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2234)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CrossEntropyLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7459,7 +7536,7 @@ impl<'a> CrossEntropyLoss<'a> {
 }
 
 /// The builder of [`nan_to_num`](crate::front::nan_to_num); overloads:
-/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2342)
+/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2350)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7499,7 +7576,7 @@ impl<'a> NanToNum<'a> {
 }
 
 /// The builder of [`nan_to_num_`](crate::front::nan_to_num_); overloads:
-/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2347)
+/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2355)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNumInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7539,7 +7616,7 @@ impl<'a> NanToNumInplace<'a> {
 }
 
 /// The builder of [`clamp_`](crate::front::clamp_); overloads:
-/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2384)
+/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2392)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7571,7 +7648,7 @@ impl<'a> ClampInplace<'a> {
 }
 
 /// The builder of [`clamp_tensor`](crate::front::clamp_tensor); overloads:
-/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2393)
+/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2401)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7603,7 +7680,7 @@ impl<'a> ClampTensor<'a> {
 }
 
 /// The builder of [`clamp_tensor_`](crate::front::clamp_tensor_); overloads:
-/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2398)
+/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2406)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7635,8 +7712,8 @@ impl<'a> ClampTensorInplace<'a> {
 }
 
 /// The builder of [`clamp_min`](crate::front::clamp_min); overloads:
-/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2407)
-/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2412)
+/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2415)
+/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2420)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMin<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7662,8 +7739,8 @@ impl<'a> ClampMin<'a> {
 }
 
 /// The builder of [`clamp_min_`](crate::front::clamp_min_); overloads:
-/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2417)
-/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2425)
+/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2430)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMinInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7692,8 +7769,8 @@ impl<'a> ClampMinInplace<'a> {
 }
 
 /// The builder of [`clamp_max`](crate::front::clamp_max); overloads:
-/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2435)
-/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2440)
+/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2443)
+/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2448)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7719,8 +7796,8 @@ impl<'a> ClampMax<'a> {
 }
 
 /// The builder of [`clamp_max_`](crate::front::clamp_max_); overloads:
-/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2445)
-/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2450)
+/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2453)
+/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2458)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMaxInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7749,7 +7826,7 @@ impl<'a> ClampMaxInplace<'a> {
 }
 
 /// The builder of [`celu`](crate::front::celu); overloads:
-/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2471)
+/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2479)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Celu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7773,7 +7850,7 @@ impl<'a> Celu<'a> {
 }
 
 /// The builder of [`celu_`](crate::front::celu_); overloads:
-/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2475)
+/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2483)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CeluInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7797,7 +7874,7 @@ impl<'a> CeluInplace<'a> {
 }
 
 /// The builder of [`glu`](crate::front::glu); overloads:
-/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2491)
+/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2499)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Glu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7821,8 +7898,8 @@ impl<'a> Glu<'a> {
 }
 
 /// The builder of [`copysign`](crate::front::copysign); overloads:
-/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2542)
-/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2556)
+/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2550)
+/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2564)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Copysign<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7851,8 +7928,8 @@ impl<'a> Copysign<'a> {
 }
 
 /// The builder of [`copysign_`](crate::front::copysign_); overloads:
-/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2547)
-/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2561)
+/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2555)
+/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2569)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CopysignInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7881,8 +7958,8 @@ impl<'a> CopysignInplace<'a> {
 }
 
 /// The builder of [`floor_divide`](crate::front::floor_divide); overloads:
-/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
-/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2580)
+/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2574)
+/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2588)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivide<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7911,8 +7988,8 @@ impl<'a> FloorDivide<'a> {
 }
 
 /// The builder of [`floor_divide_`](crate::front::floor_divide_); overloads:
-/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
-/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2585)
+/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2579)
+/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2593)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivideInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7941,9 +8018,9 @@ impl<'a> FloorDivideInplace<'a> {
 }
 
 /// The builder of [`bitwise_and`](crate::front::bitwise_and); overloads:
-/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
-/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2595)
-/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2600)
+/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2598)
+/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2603)
+/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAnd<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -7985,8 +8062,8 @@ impl<'a> BitwiseAnd<'a> {
 }
 
 /// The builder of [`bitwise_and_`](crate::front::bitwise_and_); overloads:
-/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2604)
-/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2609)
+/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2612)
+/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2617)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAndInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8015,9 +8092,9 @@ impl<'a> BitwiseAndInplace<'a> {
 }
 
 /// The builder of [`bitwise_or`](crate::front::bitwise_or); overloads:
-/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2618)
-/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2623)
-/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2628)
+/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2626)
+/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2631)
+/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2636)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOr<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8059,8 +8136,8 @@ impl<'a> BitwiseOr<'a> {
 }
 
 /// The builder of [`bitwise_or_`](crate::front::bitwise_or_); overloads:
-/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2632)
-/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2637)
+/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2640)
+/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2645)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOrInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8089,9 +8166,9 @@ impl<'a> BitwiseOrInplace<'a> {
 }
 
 /// The builder of [`bitwise_xor`](crate::front::bitwise_xor); overloads:
-/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2646)
-/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2651)
-/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2656)
+/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2654)
+/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2659)
+/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2664)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXor<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8133,8 +8210,8 @@ impl<'a> BitwiseXor<'a> {
 }
 
 /// The builder of [`bitwise_xor_`](crate::front::bitwise_xor_); overloads:
-/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2660)
-/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2665)
+/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2668)
+/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2673)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8163,9 +8240,9 @@ impl<'a> BitwiseXorInplace<'a> {
 }
 
 /// The builder of [`bitwise_left_shift`](crate::front::bitwise_left_shift); overloads:
-/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2674)
-/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2679)
-/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2684)
+/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
+/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2687)
+/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2692)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8207,8 +8284,8 @@ impl<'a> BitwiseLeftShift<'a> {
 }
 
 /// The builder of [`bitwise_left_shift_`](crate::front::bitwise_left_shift_); overloads:
-/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2688)
-/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2693)
+/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2696)
+/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2701)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8243,9 +8320,9 @@ impl<'a> BitwiseLeftShiftInplace<'a> {
 }
 
 /// The builder of [`bitwise_right_shift`](crate::front::bitwise_right_shift); overloads:
-/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2706)
-/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2711)
-/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2716)
+/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2714)
+/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2719)
+/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2724)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8287,8 +8364,8 @@ impl<'a> BitwiseRightShift<'a> {
 }
 
 /// The builder of [`bitwise_right_shift_`](crate::front::bitwise_right_shift_); overloads:
-/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2720)
-/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2725)
+/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2728)
+/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2733)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8323,9 +8400,9 @@ impl<'a> BitwiseRightShiftInplace<'a> {
 }
 
 /// The builder of [`var_mean`](crate::front::var_mean); overloads:
-/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2748)
-/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2752)
-/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2756)
+/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2756)
+/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2760)
+/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2764)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct VarMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8394,9 +8471,9 @@ impl<'a> VarMean<'a> {
 }
 
 /// The builder of [`std_mean`](crate::front::std_mean); overloads:
-/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2760)
-/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2764)
-/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2768)
+/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2768)
+/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2772)
+/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2776)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct StdMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8465,8 +8542,8 @@ impl<'a> StdMean<'a> {
 }
 
 /// The builder of [`stft`](crate::front::stft); overloads:
-/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2890)
-/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2895)
+/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2898)
+/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2903)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Stft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8593,7 +8670,7 @@ impl<'a> Stft<'a> {
 }
 
 /// The builder of [`istft`](crate::front::istft); overloads:
-/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2900)
+/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2908)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Istft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8697,7 +8774,7 @@ impl<'a> Istft<'a> {
 }
 
 /// The builder of [`fft_fft`](crate::front::fft_fft); overloads:
-/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2917)
+/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2925)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8737,7 +8814,7 @@ impl<'a> FftFft<'a> {
 }
 
 /// The builder of [`fft_ifft`](crate::front::fft_ifft); overloads:
-/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2921)
+/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2929)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8777,7 +8854,7 @@ impl<'a> FftIfft<'a> {
 }
 
 /// The builder of [`fft_rfft`](crate::front::fft_rfft); overloads:
-/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2925)
+/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2933)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8817,7 +8894,7 @@ impl<'a> FftRfft<'a> {
 }
 
 /// The builder of [`fft_ihfft`](crate::front::fft_ihfft); overloads:
-/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2929)
+/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2937)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8857,7 +8934,7 @@ impl<'a> FftIhfft<'a> {
 }
 
 /// The builder of [`fft_fft2`](crate::front::fft_fft2); overloads:
-/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2933)
+/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8899,7 +8976,7 @@ impl<'a> FftFft2<'a> {
 }
 
 /// The builder of [`fft_ifft2`](crate::front::fft_ifft2); overloads:
-/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2937)
+/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8941,7 +9018,7 @@ impl<'a> FftIfft2<'a> {
 }
 
 /// The builder of [`fft_rfft2`](crate::front::fft_rfft2); overloads:
-/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
+/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8983,7 +9060,7 @@ impl<'a> FftRfft2<'a> {
 }
 
 /// The builder of [`fft_ihfft2`](crate::front::fft_ihfft2); overloads:
-/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
+/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9025,7 +9102,7 @@ impl<'a> FftIhfft2<'a> {
 }
 
 /// The builder of [`fft_fftn`](crate::front::fft_fftn); overloads:
-/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
+/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9067,7 +9144,7 @@ impl<'a> FftFftn<'a> {
 }
 
 /// The builder of [`fft_ifftn`](crate::front::fft_ifftn); overloads:
-/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
+/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2961)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9109,7 +9186,7 @@ impl<'a> FftIfftn<'a> {
 }
 
 /// The builder of [`fft_rfftn`](crate::front::fft_rfftn); overloads:
-/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
+/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2965)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9151,7 +9228,7 @@ impl<'a> FftRfftn<'a> {
 }
 
 /// The builder of [`fft_ihfftn`](crate::front::fft_ihfftn); overloads:
-/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2961)
+/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2969)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9193,7 +9270,7 @@ impl<'a> FftIhfftn<'a> {
 }
 
 /// The builder of [`unbind_copy`](crate::front::unbind_copy); overloads:
-/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2985)
+/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2993)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnbindCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9217,7 +9294,7 @@ impl<'a> UnbindCopy<'a> {
 }
 
 /// The builder of [`expand_copy`](crate::front::expand_copy); overloads:
-/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2997)
+/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:3005)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ExpandCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9243,7 +9320,7 @@ impl<'a> ExpandCopy<'a> {
 }
 
 /// The builder of [`diagonal_copy`](crate::front::diagonal_copy); overloads:
-/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3001)
+/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3009)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9283,7 +9360,7 @@ impl<'a> DiagonalCopy<'a> {
 }
 
 /// The builder of [`as_strided_copy`](crate::front::as_strided_copy); overloads:
-/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3005)
+/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3013)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9311,7 +9388,7 @@ impl<'a> AsStridedCopy<'a> {
 }
 
 /// The builder of [`split_with_sizes_copy`](crate::front::split_with_sizes_copy); overloads:
-/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3009)
+/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3017)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SplitWithSizesCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9337,7 +9414,7 @@ impl<'a> SplitWithSizesCopy<'a> {
 }
 
 /// The builder of [`new_zeros`](crate::front::new_zeros); overloads:
-/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3033)
+/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3041)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewZeros<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9387,7 +9464,7 @@ impl<'a> NewZeros<'a> {
 }
 
 /// The builder of [`new_ones`](crate::front::new_ones); overloads:
-/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3037)
+/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3045)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewOnes<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9437,7 +9514,7 @@ impl<'a> NewOnes<'a> {
 }
 
 /// The builder of [`new_empty`](crate::front::new_empty); overloads:
-/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3041)
+/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3049)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmpty<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9487,7 +9564,7 @@ impl<'a> NewEmpty<'a> {
 }
 
 /// The builder of [`new_full`](crate::front::new_full); overloads:
-/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3045)
+/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3053)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewFull<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9538,7 +9615,7 @@ impl<'a> NewFull<'a> {
 }
 
 /// The builder of [`new_empty_strided`](crate::front::new_empty_strided); overloads:
-/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3049)
+/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3057)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmptyStrided<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9590,7 +9667,7 @@ impl<'a> NewEmptyStrided<'a> {
 }
 
 /// The builder of [`empty_permuted`](crate::front::empty_permuted); overloads:
-/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3053)
+/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3061)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct EmptyPermuted<'a> {
     pub(crate) size: IntList<'a>,
@@ -9641,7 +9718,7 @@ impl<'a> EmptyPermuted<'a> {
 }
 
 /// The builder of [`scalar_tensor`](crate::front::scalar_tensor); overloads:
-/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3057)
+/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3065)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScalarTensor<'a> {
     pub(crate) s: Scalar,
@@ -9690,9 +9767,9 @@ impl<'a> ScalarTensor<'a> {
 }
 
 /// The builder of [`xlogy`](crate::front::xlogy); overloads:
-/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3093)
-/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3097)
-/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3101)
+/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3101)
+/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3105)
+/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3109)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Xlogy<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -9731,9 +9808,9 @@ impl<'a> Xlogy<'a> {
 }
 
 /// The builder of [`float_power`](crate::front::float_power); overloads:
-/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3117)
-/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3121)
-/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3125)
+/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3125)
+/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3129)
+/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3133)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloatPower<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -9775,7 +9852,7 @@ impl<'a> FloatPower<'a> {
 }
 
 /// The builder of [`isclose`](crate::front::isclose); overloads:
-/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3133)
+/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3141)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9822,7 +9899,7 @@ impl<'a> Isclose<'a> {
 }
 
 /// The builder of [`hardshrink`](crate::front::hardshrink); overloads:
-/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3137)
+/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3145)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Hardshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9846,7 +9923,7 @@ impl<'a> Hardshrink<'a> {
 }
 
 /// The builder of [`softshrink`](crate::front::softshrink); overloads:
-/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3141)
+/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3149)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Softshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9870,7 +9947,7 @@ impl<'a> Softshrink<'a> {
 }
 
 /// The builder of [`prod`](crate::front::prod); overloads:
-/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3145)
+/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3153)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Prod<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9894,7 +9971,7 @@ impl<'a> Prod<'a> {
 }
 
 /// The builder of [`nansum`](crate::front::nansum); overloads:
-/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3165)
+/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3173)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nansum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9935,7 +10012,7 @@ impl<'a> Nansum<'a> {
 }
 
 /// The builder of [`nanmean`](crate::front::nanmean); overloads:
-/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3169)
+/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3177)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanmean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9976,7 +10053,7 @@ impl<'a> Nanmean<'a> {
 }
 
 /// The builder of [`aminmax`](crate::front::aminmax); overloads:
-/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3173)
+/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3181)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Aminmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10008,7 +10085,7 @@ impl<'a> Aminmax<'a> {
 }
 
 /// The builder of [`addmv`](crate::front::addmv); overloads:
-/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3193)
+/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3201)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addmv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10042,7 +10119,7 @@ impl<'a> Addmv<'a> {
 }
 
 /// The builder of [`addr`](crate::front::addr); overloads:
-/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3197)
+/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3205)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10076,7 +10153,7 @@ impl<'a> Addr<'a> {
 }
 
 /// The builder of [`linalg_cross`](crate::front::linalg_cross); overloads:
-/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3201)
+/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3209)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10101,7 +10178,7 @@ impl<'a> LinalgCross<'a> {
 }
 
 /// The builder of [`cross`](crate::front::cross); overloads:
-/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3205)
+/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3213)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10126,7 +10203,7 @@ impl<'a> Cross<'a> {
 }
 
 /// The builder of [`dist`](crate::front::dist); overloads:
-/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3213)
+/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3221)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Dist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10151,7 +10228,7 @@ impl<'a> Dist<'a> {
 }
 
 /// The builder of [`pairwise_distance`](crate::front::pairwise_distance); overloads:
-/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3217)
+/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3225)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PairwiseDistance<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10192,7 +10269,7 @@ impl<'a> PairwiseDistance<'a> {
 }
 
 /// The builder of [`cosine_similarity`](crate::front::cosine_similarity); overloads:
-/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3221)
+/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3229)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CosineSimilarity<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10225,7 +10302,7 @@ impl<'a> CosineSimilarity<'a> {
 }
 
 /// The builder of [`cdist`](crate::front::cdist); overloads:
-/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3225)
+/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3233)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cdist<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10258,7 +10335,7 @@ impl<'a> Cdist<'a> {
 }
 
 /// The builder of [`pdist`](crate::front::pdist); overloads:
-/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3229)
+/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3237)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pdist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10282,7 +10359,7 @@ impl<'a> Pdist<'a> {
 }
 
 /// The builder of [`soft_margin_loss`](crate::front::soft_margin_loss); overloads:
-/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3233)
+/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3241)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SoftMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10307,7 +10384,7 @@ impl<'a> SoftMarginLoss<'a> {
 }
 
 /// The builder of [`hinge_embedding_loss`](crate::front::hinge_embedding_loss); overloads:
-/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3237)
+/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3245)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HingeEmbeddingLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10340,7 +10417,7 @@ impl<'a> HingeEmbeddingLoss<'a> {
 }
 
 /// The builder of [`rms_norm`](crate::front::rms_norm); overloads:
-/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3245)
+/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3253)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RmsNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -10374,7 +10451,7 @@ impl<'a> RmsNorm<'a> {
 }
 
 /// The builder of [`linalg_vector_norm`](crate::front::linalg_vector_norm); overloads:
-/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3253)
+/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3261)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVectorNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10429,7 +10506,7 @@ impl<'a> LinalgVectorNorm<'a> {
 }
 
 /// The builder of [`linalg_diagonal`](crate::front::linalg_diagonal); overloads:
-/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3257)
+/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3265)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgDiagonal<'a> {
     pub(crate) a_: &'a Tensor,
@@ -10469,7 +10546,7 @@ impl<'a> LinalgDiagonal<'a> {
 }
 
 /// The builder of [`diagflat`](crate::front::diagflat); overloads:
-/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3261)
+/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3269)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diagflat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10493,7 +10570,7 @@ impl<'a> Diagflat<'a> {
 }
 
 /// The builder of [`combinations`](crate::front::combinations); overloads:
-/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3273)
+/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3281)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Combinations<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10525,7 +10602,7 @@ impl<'a> Combinations<'a> {
 }
 
 /// The builder of [`diff`](crate::front::diff); overloads:
-/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3277)
+/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3285)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diff<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10573,7 +10650,7 @@ impl<'a> Diff<'a> {
 }
 
 /// The builder of [`trapezoid`](crate::front::trapezoid); overloads:
-/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3281)
+/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3289)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10598,7 +10675,7 @@ impl<'a> Trapezoid<'a> {
 }
 
 /// The builder of [`trapezoid_dx`](crate::front::trapezoid_dx); overloads:
-/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3285)
+/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3293)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10630,7 +10707,7 @@ impl<'a> TrapezoidDx<'a> {
 }
 
 /// The builder of [`trapz`](crate::front::trapz); overloads:
-/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3289)
+/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3297)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapz<'a> {
     pub(crate) y: &'a Tensor,
@@ -10655,7 +10732,7 @@ impl<'a> Trapz<'a> {
 }
 
 /// The builder of [`trapz_dx`](crate::front::trapz_dx); overloads:
-/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3293)
+/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3301)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapzDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10687,7 +10764,7 @@ impl<'a> TrapzDx<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid`](crate::front::cumulative_trapezoid); overloads:
-/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3297)
+/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3305)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10712,7 +10789,7 @@ impl<'a> CumulativeTrapezoid<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid_dx`](crate::front::cumulative_trapezoid_dx); overloads:
-/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3301)
+/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3309)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10744,7 +10821,7 @@ impl<'a> CumulativeTrapezoidDx<'a> {
 }
 
 /// The builder of [`tensor_split`](crate::front::tensor_split); overloads:
-/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3305)
+/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3313)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10769,7 +10846,7 @@ impl<'a> TensorSplit<'a> {
 }
 
 /// The builder of [`tensor_split_indices`](crate::front::tensor_split_indices); overloads:
-/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3309)
+/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3317)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10795,7 +10872,7 @@ impl<'a> TensorSplitIndices<'a> {
 }
 
 /// The builder of [`tensor_split_tensor_indices_or_sections`](crate::front::tensor_split_tensor_indices_or_sections); overloads:
-/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3313)
+/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3321)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitTensorIndicesOrSections<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10824,7 +10901,7 @@ impl<'a> TensorSplitTensorIndicesOrSections<'a> {
 }
 
 /// The builder of [`unsafe_split`](crate::front::unsafe_split); overloads:
-/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3341)
+/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3349)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10849,7 +10926,7 @@ impl<'a> UnsafeSplit<'a> {
 }
 
 /// The builder of [`unsafe_chunk`](crate::front::unsafe_chunk); overloads:
-/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3345)
+/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3353)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeChunk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10874,7 +10951,7 @@ impl<'a> UnsafeChunk<'a> {
 }
 
 /// The builder of [`take_along_dim`](crate::front::take_along_dim); overloads:
-/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3349)
+/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3357)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TakeAlongDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10899,10 +10976,10 @@ impl<'a> TakeAlongDim<'a> {
 }
 
 /// The builder of [`logspace`](crate::front::logspace); overloads:
-/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3370)
-/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4029)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4173)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4177)
+/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3378)
+/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4037)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4181)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4185)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Logspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -11008,7 +11085,7 @@ impl<'a> Logspace<'a> {
 }
 
 /// The builder of [`upsample_linear1d`](crate::front::upsample_linear1d); overloads:
-/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3538)
+/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3546)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleLinear1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11035,7 +11112,7 @@ impl<'a> UpsampleLinear1d<'a> {
 }
 
 /// The builder of [`isin`](crate::front::isin); overloads:
-/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3550)
+/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3558)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isin<'a> {
     pub(crate) elements: &'a Tensor,
@@ -11073,7 +11150,7 @@ impl<'a> Isin<'a> {
 }
 
 /// The builder of [`bucketize`](crate::front::bucketize); overloads:
-/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3554)
+/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3562)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bucketize<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11106,7 +11183,7 @@ impl<'a> Bucketize<'a> {
 }
 
 /// The builder of [`searchsorted`](crate::front::searchsorted); overloads:
-/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3558)
+/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3566)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Searchsorted<'a> {
     pub(crate) sorted_sequence: &'a Tensor,
@@ -11162,7 +11239,7 @@ impl<'a> Searchsorted<'a> {
 }
 
 /// The builder of [`diagonal_scatter`](crate::front::diagonal_scatter); overloads:
-/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3578)
+/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3586)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11203,7 +11280,7 @@ impl<'a> DiagonalScatter<'a> {
 }
 
 /// The builder of [`put`](crate::front::put); overloads:
-/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3582)
+/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3590)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Put<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11229,7 +11306,7 @@ impl<'a> Put<'a> {
 }
 
 /// The builder of [`nonzero_static`](crate::front::nonzero_static); overloads:
-/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3586)
+/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3594)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NonzeroStatic<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11254,7 +11331,7 @@ impl<'a> NonzeroStatic<'a> {
 }
 
 /// The builder of [`_safe_softmax`](crate::front::_safe_softmax); overloads:
-/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3590)
+/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3598)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSafeSoftmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11279,7 +11356,7 @@ impl<'a> PrivateSafeSoftmax<'a> {
 }
 
 /// The builder of [`bilinear`](crate::front::bilinear); overloads:
-/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3602)
+/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3610)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bilinear<'a> {
     pub(crate) input1: &'a Tensor,
@@ -11305,7 +11382,7 @@ impl<'a> Bilinear<'a> {
 }
 
 /// The builder of [`cov`](crate::front::cov); overloads:
-/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3606)
+/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3614)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cov<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11345,7 +11422,7 @@ impl<'a> Cov<'a> {
 }
 
 /// The builder of [`bincount`](crate::front::bincount); overloads:
-/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3618)
+/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3626)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bincount<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11377,7 +11454,7 @@ impl<'a> Bincount<'a> {
 }
 
 /// The builder of [`histc`](crate::front::histc); overloads:
-/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3622)
+/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3630)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histc<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11422,7 +11499,7 @@ impl<'a> Histc<'a> {
 }
 
 /// The builder of [`triu_indices`](crate::front::triu_indices); overloads:
-/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3626)
+/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3634)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriuIndices<'a> {
     pub(crate) row: i64,
@@ -11488,7 +11565,7 @@ impl<'a> TriuIndices<'a> {
 }
 
 /// The builder of [`tril_indices`](crate::front::tril_indices); overloads:
-/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3630)
+/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3638)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrilIndices<'a> {
     pub(crate) row: i64,
@@ -11554,7 +11631,7 @@ impl<'a> TrilIndices<'a> {
 }
 
 /// The builder of [`fft_fftshift`](crate::front::fft_fftshift); overloads:
-/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3652)
+/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3660)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11579,7 +11656,7 @@ impl<'a> FftFftshift<'a> {
 }
 
 /// The builder of [`fft_ifftshift`](crate::front::fft_ifftshift); overloads:
-/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3656)
+/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3664)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11604,7 +11681,7 @@ impl<'a> FftIfftshift<'a> {
 }
 
 /// The builder of [`linalg_vecdot`](crate::front::linalg_vecdot); overloads:
-/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3660)
+/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3668)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVecdot<'a> {
     pub(crate) x: &'a Tensor,
@@ -11629,7 +11706,7 @@ impl<'a> LinalgVecdot<'a> {
 }
 
 /// The builder of [`linalg_vander`](crate::front::linalg_vander); overloads:
-/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3664)
+/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3672)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVander<'a> {
     pub(crate) x: &'a Tensor,
@@ -11653,7 +11730,7 @@ impl<'a> LinalgVander<'a> {
 }
 
 /// The builder of [`quantile`](crate::front::quantile); overloads:
-/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3676)
+/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3684)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Quantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11694,7 +11771,7 @@ impl<'a> Quantile<'a> {
 }
 
 /// The builder of [`quantile_scalar`](crate::front::quantile_scalar); overloads:
-/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3680)
+/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3688)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct QuantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11741,7 +11818,7 @@ impl<'a> QuantileScalar<'a> {
 }
 
 /// The builder of [`nanquantile`](crate::front::nanquantile); overloads:
-/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3684)
+/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3692)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanquantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11782,7 +11859,7 @@ impl<'a> Nanquantile<'a> {
 }
 
 /// The builder of [`nanquantile_scalar`](crate::front::nanquantile_scalar); overloads:
-/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3688)
+/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3696)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanquantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11829,7 +11906,7 @@ impl<'a> NanquantileScalar<'a> {
 }
 
 /// The builder of [`nanmedian_dim`](crate::front::nanmedian_dim); overloads:
-/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3696)
+/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3704)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanmedianDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11854,7 +11931,7 @@ impl<'a> NanmedianDim<'a> {
 }
 
 /// The builder of [`mode`](crate::front::mode); overloads:
-/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3700)
+/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3708)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Mode<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11886,7 +11963,7 @@ impl<'a> Mode<'a> {
 }
 
 /// The builder of [`scatter_reduce_two`](crate::front::scatter_reduce_two); overloads:
-/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3704)
+/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3712)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScatterReduceTwo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11914,7 +11991,7 @@ impl<'a> ScatterReduceTwo<'a> {
 }
 
 /// The builder of [`index_reduce`](crate::front::index_reduce); overloads:
-/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3708)
+/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3716)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexReduce<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11942,7 +12019,7 @@ impl<'a> IndexReduce<'a> {
 }
 
 /// The builder of [`upsample_nearest1d`](crate::front::upsample_nearest1d); overloads:
-/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3722)
+/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3730)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleNearest1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11968,7 +12045,7 @@ impl<'a> UpsampleNearest1d<'a> {
 }
 
 /// The builder of [`linalg_lu_factor_ex`](crate::front::linalg_lu_factor_ex); overloads:
-/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3737)
+/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3745)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactorEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12000,7 +12077,7 @@ impl<'a> LinalgLuFactorEx<'a> {
 }
 
 /// The builder of [`linalg_lu_solve`](crate::front::linalg_lu_solve); overloads:
-/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3741)
+/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3749)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuSolve<'a> {
     pub(crate) lu: &'a Tensor,
@@ -12034,7 +12111,7 @@ impl<'a> LinalgLuSolve<'a> {
 }
 
 /// The builder of [`linalg_solve_triangular`](crate::front::linalg_solve_triangular); overloads:
-/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3745)
+/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3753)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveTriangular<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12074,7 +12151,7 @@ impl<'a> LinalgSolveTriangular<'a> {
 }
 
 /// The builder of [`linalg_cholesky_ex`](crate::front::linalg_cholesky_ex); overloads:
-/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3749)
+/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3757)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholeskyEx<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12106,7 +12183,7 @@ impl<'a> LinalgCholeskyEx<'a> {
 }
 
 /// The builder of [`linalg_qr`](crate::front::linalg_qr); overloads:
-/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3757)
+/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3765)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgQr<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12130,7 +12207,7 @@ impl<'a> LinalgQr<'a> {
 }
 
 /// The builder of [`linalg_eigh`](crate::front::linalg_eigh); overloads:
-/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3761)
+/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3769)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12154,7 +12231,7 @@ impl<'a> LinalgEigh<'a> {
 }
 
 /// The builder of [`_linalg_svd`](crate::front::_linalg_svd); overloads:
-/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3765)
+/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3773)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12194,7 +12271,7 @@ impl<'a> PrivateLinalgSvd<'a> {
 }
 
 /// The builder of [`linalg_lu_factor`](crate::front::linalg_lu_factor); overloads:
-/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3769)
+/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3777)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactor<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12218,7 +12295,7 @@ impl<'a> LinalgLuFactor<'a> {
 }
 
 /// The builder of [`_lu_with_info`](crate::front::_lu_with_info); overloads:
-/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3773)
+/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3781)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLuWithInfo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12250,7 +12327,7 @@ impl<'a> PrivateLuWithInfo<'a> {
 }
 
 /// The builder of [`linalg_lu`](crate::front::linalg_lu); overloads:
-/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3777)
+/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3785)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLu<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12274,7 +12351,7 @@ impl<'a> LinalgLu<'a> {
 }
 
 /// The builder of [`lu_unpack`](crate::front::lu_unpack); overloads:
-/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3781)
+/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3789)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LuUnpack<'a> {
     pub(crate) lu_data: &'a Tensor,
@@ -12307,7 +12384,7 @@ impl<'a> LuUnpack<'a> {
 }
 
 /// The builder of [`linalg_solve_ex`](crate::front::linalg_solve_ex); overloads:
-/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3789)
+/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3797)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12340,7 +12417,7 @@ impl<'a> LinalgSolveEx<'a> {
 }
 
 /// The builder of [`linalg_solve`](crate::front::linalg_solve); overloads:
-/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3793)
+/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3801)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolve<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12365,7 +12442,7 @@ impl<'a> LinalgSolve<'a> {
 }
 
 /// The builder of [`linalg_inv_ex`](crate::front::linalg_inv_ex); overloads:
-/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3797)
+/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3805)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgInvEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12389,7 +12466,7 @@ impl<'a> LinalgInvEx<'a> {
 }
 
 /// The builder of [`linalg_cholesky`](crate::front::linalg_cholesky); overloads:
-/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3829)
+/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3837)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholesky<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12413,7 +12490,7 @@ impl<'a> LinalgCholesky<'a> {
 }
 
 /// The builder of [`cholesky_solve`](crate::front::cholesky_solve); overloads:
-/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3833)
+/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3841)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskySolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12438,7 +12515,7 @@ impl<'a> CholeskySolve<'a> {
 }
 
 /// The builder of [`cholesky_inverse`](crate::front::cholesky_inverse); overloads:
-/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3837)
+/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3845)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskyInverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12462,7 +12539,7 @@ impl<'a> CholeskyInverse<'a> {
 }
 
 /// The builder of [`triangular_solve`](crate::front::triangular_solve); overloads:
-/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3841)
+/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3849)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriangularSolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12509,7 +12586,7 @@ impl<'a> TriangularSolve<'a> {
 }
 
 /// The builder of [`ormqr`](crate::front::ormqr); overloads:
-/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3853)
+/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3861)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Ormqr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12543,7 +12620,7 @@ impl<'a> Ormqr<'a> {
 }
 
 /// The builder of [`linalg_svd`](crate::front::linalg_svd); overloads:
-/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3857)
+/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3865)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12575,7 +12652,7 @@ impl<'a> LinalgSvd<'a> {
 }
 
 /// The builder of [`svd`](crate::front::svd); overloads:
-/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3861)
+/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3869)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Svd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12607,7 +12684,7 @@ impl<'a> Svd<'a> {
 }
 
 /// The builder of [`linalg_svdvals`](crate::front::linalg_svdvals); overloads:
-/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3865)
+/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3873)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvdvals<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12631,7 +12708,7 @@ impl<'a> LinalgSvdvals<'a> {
 }
 
 /// The builder of [`linalg_eigvalsh`](crate::front::linalg_eigvalsh); overloads:
-/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3869)
+/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3877)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigvalsh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12655,7 +12732,7 @@ impl<'a> LinalgEigvalsh<'a> {
 }
 
 /// The builder of [`linalg_pinv`](crate::front::linalg_pinv); overloads:
-/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3873)
+/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3881)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12680,7 +12757,7 @@ impl<'a> LinalgPinv<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_float`](crate::front::linalg_pinv_atol_rtol_float); overloads:
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3877)
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3885)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12720,7 +12797,7 @@ impl<'a> LinalgPinvAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_tensor`](crate::front::linalg_pinv_atol_rtol_tensor); overloads:
-/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3881)
+/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3889)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12760,7 +12837,7 @@ impl<'a> LinalgPinvAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_pinv_rcond_tensor`](crate::front::linalg_pinv_rcond_tensor); overloads:
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3885)
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3893)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvRcondTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12785,7 +12862,7 @@ impl<'a> LinalgPinvRcondTensor<'a> {
 }
 
 /// The builder of [`pinverse`](crate::front::pinverse); overloads:
-/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3889)
+/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3897)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pinverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12809,7 +12886,7 @@ impl<'a> Pinverse<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank`](crate::front::linalg_matrix_rank); overloads:
-/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3893)
+/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRank<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12834,7 +12911,7 @@ impl<'a> LinalgMatrixRank<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_tol_tensor`](crate::front::linalg_matrix_rank_tol_tensor); overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3897)
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3905)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankTolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12859,7 +12936,7 @@ impl<'a> LinalgMatrixRankTolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_tensor`](crate::front::linalg_matrix_rank_atol_rtol_tensor); overloads:
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3909)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -12899,7 +12976,7 @@ impl<'a> LinalgMatrixRankAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_float`](crate::front::linalg_matrix_rank_atol_rtol_float); overloads:
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3905)
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3913)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12939,7 +13016,7 @@ impl<'a> LinalgMatrixRankAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm`](crate::front::linalg_matrix_norm); overloads:
-/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3909)
+/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3917)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12987,7 +13064,7 @@ impl<'a> LinalgMatrixNorm<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm_str_ord`](crate::front::linalg_matrix_norm_str_ord); overloads:
-/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3913)
+/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3921)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNormStrOrd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13042,7 +13119,7 @@ impl<'a> LinalgMatrixNormStrOrd<'a> {
 }
 
 /// The builder of [`linalg_norm`](crate::front::linalg_norm); overloads:
-/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3917)
+/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3925)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13091,7 +13168,7 @@ impl<'a> LinalgNorm<'a> {
 }
 
 /// The builder of [`linalg_norm_ord_str`](crate::front::linalg_norm_ord_str); overloads:
-/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3921)
+/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3929)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNormOrdStr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13133,7 +13210,7 @@ impl<'a> LinalgNormOrdStr<'a> {
 }
 
 /// The builder of [`linalg_cond`](crate::front::linalg_cond); overloads:
-/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3925)
+/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3933)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCond<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13157,7 +13234,7 @@ impl<'a> LinalgCond<'a> {
 }
 
 /// The builder of [`linalg_tensorinv`](crate::front::linalg_tensorinv); overloads:
-/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3933)
+/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3941)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13181,7 +13258,7 @@ impl<'a> LinalgTensorinv<'a> {
 }
 
 /// The builder of [`linalg_tensorsolve`](crate::front::linalg_tensorsolve); overloads:
-/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3937)
+/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3945)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorsolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13207,7 +13284,7 @@ impl<'a> LinalgTensorsolve<'a> {
 }
 
 /// The builder of [`linalg_lstsq`](crate::front::linalg_lstsq); overloads:
-/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3949)
+/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3957)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLstsq<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13240,7 +13317,7 @@ impl<'a> LinalgLstsq<'a> {
 }
 
 /// The builder of [`cauchy_`](crate::front::cauchy_); overloads:
-/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3955)
+/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3963)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CauchyInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13280,7 +13357,7 @@ impl<'a> CauchyInplace<'a> {
 }
 
 /// The builder of [`geometric_`](crate::front::geometric_); overloads:
-/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3960)
+/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3968)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GeometricInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13305,7 +13382,7 @@ impl<'a> GeometricInplace<'a> {
 }
 
 /// The builder of [`log_normal_`](crate::front::log_normal_); overloads:
-/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3965)
+/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3973)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LogNormalInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13345,7 +13422,7 @@ impl<'a> LogNormalInplace<'a> {
 }
 
 /// The builder of [`randint_like`](crate::front::randint_like); overloads:
-/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3970)
+/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3978)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLike<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13402,7 +13479,7 @@ impl<'a> RandintLike<'a> {
 }
 
 /// The builder of [`randint_like_tensor`](crate::front::randint_like_tensor); overloads:
-/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3974)
+/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3982)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13459,7 +13536,7 @@ impl<'a> RandintLikeTensor<'a> {
 }
 
 /// The builder of [`randint_like_low_dtype`](crate::front::randint_like_low_dtype); overloads:
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3978)
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3986)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeLowDtype<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13517,7 +13594,7 @@ impl<'a> RandintLikeLowDtype<'a> {
 }
 
 /// The builder of [`rrelu`](crate::front::rrelu); overloads:
-/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3982)
+/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3990)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Rrelu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13571,7 +13648,7 @@ impl<'a> Rrelu<'a> {
 }
 
 /// The builder of [`allclose`](crate::front::allclose); overloads:
-/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4020)
+/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4028)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Allclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13618,7 +13695,7 @@ impl<'a> Allclose<'a> {
 }
 
 /// The builder of [`rnn_tanh_cell`](crate::front::rnn_tanh_cell); overloads:
-/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4049)
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4057)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnTanhCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13653,7 +13730,7 @@ impl<'a> RnnTanhCell<'a> {
 }
 
 /// The builder of [`rnn_relu_cell`](crate::front::rnn_relu_cell); overloads:
-/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4053)
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4061)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnReluCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13688,7 +13765,7 @@ impl<'a> RnnReluCell<'a> {
 }
 
 /// The builder of [`gru_cell`](crate::front::gru_cell); overloads:
-/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4057)
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4065)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GruCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13723,7 +13800,7 @@ impl<'a> GruCell<'a> {
 }
 
 /// The builder of [`lstm_cell`](crate::front::lstm_cell); overloads:
-/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4061)
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4069)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LstmCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13758,7 +13835,7 @@ impl<'a> LstmCell<'a> {
 }
 
 /// The builder of [`as_strided_scatter`](crate::front::as_strided_scatter); overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4069)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4077)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13787,7 +13864,7 @@ impl<'a> AsStridedScatter<'a> {
 }
 
 /// The builder of [`multi_margin_loss`](crate::front::multi_margin_loss); overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4101)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4109)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultiMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13843,7 +13920,7 @@ impl<'a> MultiMarginLoss<'a> {
 }
 
 /// The builder of [`multilabel_margin_loss`](crate::front::multilabel_margin_loss); overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4105)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4113)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultilabelMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13868,7 +13945,7 @@ impl<'a> MultilabelMarginLoss<'a> {
 }
 
 /// The builder of [`unique_consecutive`](crate::front::unique_consecutive); overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4109)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4117)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UniqueConsecutive<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13913,7 +13990,7 @@ impl<'a> UniqueConsecutive<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact1d`](crate::front::_upsample_nearest_exact1d); overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4127)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4135)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13939,7 +14016,7 @@ impl<'a> PrivateUpsampleNearestExact1d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact2d`](crate::front::_upsample_nearest_exact2d); overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4131)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4139)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13973,7 +14050,7 @@ impl<'a> PrivateUpsampleNearestExact2d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact3d`](crate::front::_upsample_nearest_exact3d); overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4135)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4143)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14015,7 +14092,7 @@ impl<'a> PrivateUpsampleNearestExact3d<'a> {
 }
 
 /// The builder of [`fft_irfft`](crate::front::fft_irfft); overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4141)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4149)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14055,7 +14132,7 @@ impl<'a> FftIrfft<'a> {
 }
 
 /// The builder of [`fft_irfft2`](crate::front::fft_irfft2); overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4145)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4153)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14097,7 +14174,7 @@ impl<'a> FftIrfft2<'a> {
 }
 
 /// The builder of [`fft_irfftn`](crate::front::fft_irfftn); overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4149)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4157)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14139,7 +14216,7 @@ impl<'a> FftIrfftn<'a> {
 }
 
 /// The builder of [`fft_hfft`](crate::front::fft_hfft); overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4153)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4161)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14179,7 +14256,7 @@ impl<'a> FftHfft<'a> {
 }
 
 /// The builder of [`fft_hfft2`](crate::front::fft_hfft2); overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4157)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4165)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14221,7 +14298,7 @@ impl<'a> FftHfft2<'a> {
 }
 
 /// The builder of [`fft_hfftn`](crate::front::fft_hfftn); overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4161)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4169)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14263,7 +14340,7 @@ impl<'a> FftHfftn<'a> {
 }
 
 /// The builder of [`gradient`](crate::front::gradient); overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4181)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4189)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gradient<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14303,7 +14380,7 @@ impl<'a> Gradient<'a> {
 }
 
 /// The builder of [`histogram`](crate::front::histogram); overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4185)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4193)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogram<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14351,7 +14428,7 @@ impl<'a> Histogram<'a> {
 }
 
 /// The builder of [`histogramdd`](crate::front::histogramdd); overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4189)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4197)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogramdd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14393,7 +14470,7 @@ impl<'a> Histogramdd<'a> {
 }
 
 /// The builder of [`histogramdd_int_bins`](crate::front::histogramdd_int_bins); overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4193)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4201)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddIntBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14434,7 +14511,7 @@ impl<'a> HistogramddIntBins<'a> {
 }
 
 /// The builder of [`histogram_bins_tensor`](crate::front::histogram_bins_tensor); overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4197)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4205)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramBinsTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14467,7 +14544,7 @@ impl<'a> HistogramBinsTensor<'a> {
 }
 
 /// The builder of [`histogramdd_tensorlist_bins`](crate::front::histogramdd_tensorlist_bins); overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4201)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4209)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddTensorlistBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14514,7 +14591,7 @@ impl<'a> HistogramddTensorlistBins<'a> {
 }
 
 /// The builder of [`upsample_trilinear3d`](crate::front::upsample_trilinear3d); overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4215)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4223)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleTrilinear3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14557,7 +14634,7 @@ impl<'a> UpsampleTrilinear3d<'a> {
 }
 
 /// The builder of [`upsample_bicubic2d`](crate::front::upsample_bicubic2d); overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4219)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4227)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleBicubic2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14592,7 +14669,7 @@ impl<'a> UpsampleBicubic2d<'a> {
 }
 
 /// The builder of [`segment_reduce`](crate::front::segment_reduce); overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4223)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4231)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SegmentReduce<'a> {
     pub(crate) data: &'a Tensor,
@@ -14666,7 +14743,7 @@ impl<'a> SegmentReduce<'a> {
 }
 
 /// The builder of [`_sparse_coo_tensor_with_dims_and_tensors`](crate::front::_sparse_coo_tensor_with_dims_and_tensors); overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4229)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4237)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseCooTensorWithDimsAndTensors<'a> {
     pub(crate) sparse_dim: i64,
@@ -14750,7 +14827,7 @@ impl<'a> PrivateSparseCooTensorWithDimsAndTensors<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor`](crate::front::sparse_coo_tensor); overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4233)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4241)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensor<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14818,7 +14895,7 @@ impl<'a> SparseCooTensor<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_indices`](crate::front::sparse_coo_tensor_indices); overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4237)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4245)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorIndices<'a> {
     pub(crate) indices: &'a Tensor,
@@ -14883,7 +14960,7 @@ impl<'a> SparseCooTensorIndices<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_size`](crate::front::sparse_coo_tensor_size); overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4241)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4249)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorSize<'a> {
     pub(crate) size: IntList<'a>,
@@ -14932,7 +15009,7 @@ impl<'a> SparseCooTensorSize<'a> {
 }
 
 /// The builder of [`to_dense`](crate::front::to_dense); overloads:
-/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4301)
+/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4309)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14964,7 +15041,7 @@ impl<'a> ToDense<'a> {
 }
 
 /// The builder of [`_to_dense`](crate::front::_to_dense); overloads:
-/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4306)
+/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4314)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14996,7 +15073,7 @@ impl<'a> PrivateToDense<'a> {
 }
 
 /// The builder of [`to_dense_backward`](crate::front::to_dense_backward); overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4312)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4320)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDenseBackward<'a> {
     pub(crate) grad: &'a Tensor,
@@ -15021,7 +15098,7 @@ impl<'a> ToDenseBackward<'a> {
 }
 
 /// The builder of [`to_sparse`](crate::front::to_sparse); overloads:
-/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4321)
+/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4329)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15062,7 +15139,7 @@ impl<'a> ToSparse<'a> {
 }
 
 /// The builder of [`_sparse_addmm`](crate::front::_sparse_addmm); overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4350)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4358)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseAddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15102,7 +15179,7 @@ impl<'a> PrivateSparseAddmm<'a> {
 }
 
 /// The builder of [`sspaddmm`](crate::front::sspaddmm); overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4362)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4370)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sspaddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15142,7 +15219,7 @@ impl<'a> Sspaddmm<'a> {
 }
 
 /// The builder of [`_sparse_softmax_int`](crate::front::_sparse_softmax_int); overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4367)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4375)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15167,7 +15244,7 @@ impl<'a> PrivateSparseSoftmaxInt<'a> {
 }
 
 /// The builder of [`_sparse_log_softmax_int`](crate::front::_sparse_log_softmax_int); overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4379)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4387)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseLogSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15192,7 +15269,7 @@ impl<'a> PrivateSparseLogSoftmaxInt<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor`](crate::front::sparse_csr_tensor); overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4395)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4403)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensor<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15253,7 +15330,7 @@ impl<'a> SparseCsrTensor<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor_crow_col_value`](crate::front::sparse_csr_tensor_crow_col_value); overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4399)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4407)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensorCrowColValue<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15313,7 +15390,7 @@ impl<'a> SparseCsrTensorCrowColValue<'a> {
 }
 
 /// The builder of [`to_sparse_csr`](crate::front::to_sparse_csr); overloads:
-/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4413)
+/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4421)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15337,7 +15414,7 @@ impl<'a> ToSparseCsr<'a> {
 }
 
 /// The builder of [`_to_sparse_csr`](crate::front::_to_sparse_csr); overloads:
-/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4418)
+/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4426)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15361,7 +15438,7 @@ impl<'a> PrivateToSparseCsr<'a> {
 }
 
 /// The builder of [`_foreach_add_list`](crate::front::_foreach_add_list); overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4437)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4445)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddList<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15386,7 +15463,7 @@ impl<'a> PrivateForeachAddList<'a> {
 }
 
 /// The builder of [`_foreach_add_list_`](crate::front::_foreach_add_list_); overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4442)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4450)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddListInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15411,7 +15488,7 @@ impl<'a> PrivateForeachAddListInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcmul`](crate::front::_foreach_addcmul); overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4477)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4485)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmul<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15442,7 +15519,7 @@ impl<'a> PrivateForeachAddcmul<'a> {
 }
 
 /// The builder of [`_foreach_addcmul_`](crate::front::_foreach_addcmul_); overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4482)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4490)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmulInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15473,7 +15550,7 @@ impl<'a> PrivateForeachAddcmulInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv`](crate::front::_foreach_addcdiv); overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4487)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4495)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdiv<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15504,7 +15581,7 @@ impl<'a> PrivateForeachAddcdiv<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv_`](crate::front::_foreach_addcdiv_); overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4492)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4500)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdivInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15535,7 +15612,7 @@ impl<'a> PrivateForeachAddcdivInplace<'a> {
 }
 
 /// The builder of [`_foreach_copy_`](crate::front::_foreach_copy_); overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4542)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4550)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachCopyInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15560,7 +15637,7 @@ impl<'a> PrivateForeachCopyInplace<'a> {
 }
 
 /// The builder of [`_foreach_norm`](crate::front::_foreach_norm); overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4547)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4555)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachNorm<'a> {
     pub(crate) self_: TensorList<'a>,

@@ -396,9 +396,9 @@ pub fn arange_start<'a>(start: impl Into<Scalar>, end: impl Into<Scalar>) -> bui
 
 /// `linspace`; overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
-/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4025)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4165)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4169)
+/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4033)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4173)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4177)
 #[inline]
 pub fn linspace<'a>(
     start: impl Into<TensorOrScalar<'a>>,
@@ -1181,7 +1181,7 @@ pub fn isnan<'a>(self_: &'a Tensor) -> Result<Tensor> {
 
 /// `lerp`; overloads:
 /// - `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
-/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3542)
+/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3550)
 #[inline]
 pub fn lerp<'a>(self_: &'a Tensor, end: &'a Tensor, weight: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::Lerp { self_, end, weight: weight.into() }.call()
@@ -1222,7 +1222,7 @@ pub fn clamp<'a>(self_: &'a Tensor) -> builders::Clamp<'a> {
 
 /// `masked_fill`; overloads:
 /// - `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
-/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3361)
+/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3369)
 #[inline]
 pub fn masked_fill<'a>(self_: &'a Tensor, mask: &'a Tensor, value: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::MaskedFill { self_, mask, value: value.into() }.call()
@@ -1295,8 +1295,8 @@ pub fn prod_dim_int<'a>(self_: &'a Tensor, dim: i64) -> builders::ProdDimInt<'a>
 
 /// `var`; overloads:
 /// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
-/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3149)
-/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3153)
+/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3157)
+/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3161)
 #[inline]
 pub fn var<'a>(self_: &'a Tensor) -> builders::Var<'a> {
     builders::Var { self_, dim: None, correction: None, keepdim: None, unbiased: None }
@@ -1304,8 +1304,8 @@ pub fn var<'a>(self_: &'a Tensor) -> builders::Var<'a> {
 
 /// `std`; overloads:
 /// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1404)
-/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3157)
-/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3161)
+/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3165)
+/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3169)
 #[inline]
 pub fn std<'a>(self_: &'a Tensor) -> builders::Std<'a> {
     builders::Std { self_, dim: None, correction: None, keepdim: None, unbiased: None }
@@ -1376,7 +1376,7 @@ pub fn logsumexp<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> builders
 
 /// `all`; overloads:
 /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
-/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3570)
+/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3578)
 #[inline]
 pub fn all<'a>(self_: &'a Tensor) -> builders::All<'a> {
     builders::All { self_, dim: None, keepdim: None }
@@ -1384,7 +1384,7 @@ pub fn all<'a>(self_: &'a Tensor) -> builders::All<'a> {
 
 /// `any`; overloads:
 /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1459)
-/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3566)
+/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3574)
 #[inline]
 pub fn any<'a>(self_: &'a Tensor) -> builders::Any<'a> {
     builders::Any { self_, dim: None, keepdim: None }
@@ -1801,8 +1801,51 @@ pub fn embedding<'a>(weight: &'a Tensor, indices: &'a Tensor) -> builders::Embed
     builders::Embedding { weight, indices, padding_idx: None, scale_grad_by_freq: None, sparse: None }
 }
 
+/// `embedding_bag`; overloads:
+/// - `embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1833)
+#[inline]
+pub fn embedding_bag<'a>(weight: &'a Tensor, indices: &'a Tensor, offsets: &'a Tensor) -> builders::EmbeddingBag<'a> {
+    builders::EmbeddingBag {
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq: None,
+        mode: None,
+        sparse: None,
+        per_sample_weights: None,
+        include_last_offset: None,
+    }
+}
+
+/// `embedding_bag`; overloads:
+/// - `embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1837)
+#[inline]
+pub fn embedding_bag_padding_idx<'a>(
+    weight: &'a Tensor,
+    indices: &'a Tensor,
+    offsets: &'a Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&'a Tensor>,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    crate::handles::embedding_bag_padding_idx::call(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )
+}
+
 /// `embedding_dense_backward`; overloads:
-/// - `embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:1833)
+/// - `embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:1841)
 #[inline]
 pub fn embedding_dense_backward<'a>(
     grad_output: &'a Tensor,
@@ -1815,92 +1858,92 @@ pub fn embedding_dense_backward<'a>(
 }
 
 /// `one_hot`; overloads:
-/// - `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1837)
+/// - `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1845)
 #[inline]
 pub fn one_hot<'a>(self_: &'a Tensor) -> builders::OneHot<'a> {
     builders::OneHot { self_, num_classes: None }
 }
 
 /// `sort`; overloads:
-/// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
-/// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1846)
+/// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1849)
+/// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1854)
 #[inline]
 pub fn sort<'a>(self_: &'a Tensor) -> builders::Sort<'a> {
     builders::Sort { self_, dim: None, descending: None, stable: None }
 }
 
 /// `argsort`; overloads:
-/// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1851)
+/// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1859)
 #[inline]
 pub fn argsort<'a>(self_: &'a Tensor) -> builders::Argsort<'a> {
     builders::Argsort { self_, dim: None, descending: None }
 }
 
 /// `argsort`; overloads:
-/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1856)
+/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1864)
 #[inline]
 pub fn argsort_stable<'a>(self_: &'a Tensor, stable: bool) -> builders::ArgsortStable<'a> {
     builders::ArgsortStable { self_, stable, dim: None, descending: None }
 }
 
 /// `topk`; overloads:
-/// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1861)
+/// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1869)
 #[inline]
 pub fn topk<'a>(self_: &'a Tensor, k_: i64) -> builders::Topk<'a> {
     builders::Topk { self_, k_, dim: None, largest: None, sorted: None }
 }
 
 /// `kthvalue`; overloads:
-/// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1866)
+/// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1874)
 #[inline]
 pub fn kthvalue<'a>(self_: &'a Tensor, k_: i64) -> builders::Kthvalue<'a> {
     builders::Kthvalue { self_, k_, dim: None, keepdim: None }
 }
 
 /// `median`; overloads:
-/// - `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1872)
+/// - `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1880)
 #[inline]
 pub fn median<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::median::call(self_)
 }
 
 /// `median`; overloads:
-/// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1877)
+/// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1885)
 #[inline]
 pub fn median_dim<'a>(self_: &'a Tensor, dim: i64) -> builders::MedianDim<'a> {
     builders::MedianDim { self_, dim, keepdim: None }
 }
 
 /// `cummax`; overloads:
-/// - `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1882)
+/// - `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1890)
 #[inline]
 pub fn cummax<'a>(self_: &'a Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummax::call(self_, dim)
 }
 
 /// `cummin`; overloads:
-/// - `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1887)
+/// - `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1895)
 #[inline]
 pub fn cummin<'a>(self_: &'a Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummin::call(self_, dim)
 }
 
 /// `_unique2`; overloads:
-/// - `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1892)
+/// - `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1900)
 #[inline]
 pub fn _unique2<'a>(self_: &'a Tensor) -> builders::PrivateUnique2<'a> {
     builders::PrivateUnique2 { self_, sorted: None, return_inverse: None, return_counts: None }
 }
 
 /// `norm`; overloads:
-/// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1896)
+/// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1904)
 #[inline]
 pub fn norm<'a>(self_: &'a Tensor) -> builders::Norm<'a> {
     builders::Norm { self_, p: None }
 }
 
 /// `norm`; overloads:
-/// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1902)
+/// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1910)
 #[inline]
 pub fn norm_scalaropt_dim<'a>(
     self_: &'a Tensor,
@@ -1911,7 +1954,7 @@ pub fn norm_scalaropt_dim<'a>(
 }
 
 /// `norm`; overloads:
-/// - `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1908)
+/// - `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1916)
 #[inline]
 pub fn norm_scalaropt_dim_dtype<'a>(
     self_: &'a Tensor,
@@ -1926,91 +1969,91 @@ pub fn norm_scalaropt_dim_dtype<'a>(
 }
 
 /// `norm`; overloads:
-/// - `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1914)
+/// - `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1922)
 #[inline]
 pub fn norm_scalaropt_dtype<'a>(self_: &'a Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
 }
 
 /// `mm`; overloads:
-/// - `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1923)
+/// - `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1931)
 #[inline]
 pub fn mm<'a>(self_: &'a Tensor, mat2: &'a Tensor) -> Result<Tensor> {
     crate::handles::mm::call(self_, mat2)
 }
 
 /// `bmm`; overloads:
-/// - `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1934)
+/// - `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1942)
 #[inline]
 pub fn bmm<'a>(self_: &'a Tensor, mat2: &'a Tensor) -> Result<Tensor> {
     crate::handles::bmm::call(self_, mat2)
 }
 
 /// `addmm`; overloads:
-/// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1943)
+/// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1951)
 #[inline]
 pub fn addmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Addmm<'a> {
     builders::Addmm { self_, mat1, mat2, beta: None, alpha: None }
 }
 
 /// `baddbmm`; overloads:
-/// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1950)
+/// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1958)
 #[inline]
 pub fn baddbmm<'a>(self_: &'a Tensor, batch1: &'a Tensor, batch2: &'a Tensor) -> builders::Baddbmm<'a> {
     builders::Baddbmm { self_, batch1, batch2, beta: None, alpha: None }
 }
 
 /// `addbmm`; overloads:
-/// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1955)
+/// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1963)
 #[inline]
 pub fn addbmm<'a>(self_: &'a Tensor, batch1: &'a Tensor, batch2: &'a Tensor) -> builders::Addbmm<'a> {
     builders::Addbmm { self_, batch1, batch2, beta: None, alpha: None }
 }
 
 /// `mv`; overloads:
-/// - `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1960)
+/// - `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1968)
 #[inline]
 pub fn mv<'a>(self_: &'a Tensor, vec: &'a Tensor) -> Result<Tensor> {
     crate::handles::mv::call(self_, vec)
 }
 
 /// `dot`; overloads:
-/// - `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1966)
+/// - `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1974)
 #[inline]
 pub fn dot<'a>(self_: &'a Tensor, tensor: &'a Tensor) -> Result<Tensor> {
     crate::handles::dot::call(self_, tensor)
 }
 
 /// `vdot`; overloads:
-/// - `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1971)
+/// - `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1979)
 #[inline]
 pub fn vdot<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::vdot::call(self_, other)
 }
 
 /// `outer`; overloads:
-/// - `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1976)
+/// - `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1984)
 #[inline]
 pub fn outer<'a>(self_: &'a Tensor, vec2: &'a Tensor) -> Result<Tensor> {
     crate::handles::outer::call(self_, vec2)
 }
 
 /// `matmul`; overloads:
-/// - `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1981)
+/// - `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1989)
 #[inline]
 pub fn matmul<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::matmul::call(self_, other)
 }
 
 /// `linear`; overloads:
-/// - `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1986)
+/// - `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1994)
 #[inline]
 pub fn linear<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::Linear<'a> {
     builders::Linear { input, weight, bias: None }
 }
 
 /// `tensordot`; overloads:
-/// - `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1990)
+/// - `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1998)
 #[inline]
 pub fn tensordot<'a>(
     self_: &'a Tensor,
@@ -2026,14 +2069,14 @@ pub fn tensordot<'a>(
 }
 
 /// `einsum`; overloads:
-/// - `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1994)
+/// - `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:2002)
 #[inline]
 pub fn einsum<'a>(equation: &'a str, tensors: impl Into<TensorList<'a>>) -> builders::Einsum<'a> {
     builders::Einsum { equation, tensors: tensors.into(), path: None }
 }
 
 /// `convolution`; overloads:
-/// - `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1998)
+/// - `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:2006)
 #[inline]
 pub fn convolution<'a>(
     input: &'a Tensor,
@@ -2068,7 +2111,7 @@ pub fn convolution<'a>(
 }
 
 /// `_convolution_weight_backward`; overloads:
-/// - `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:2002)
+/// - `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:2010)
 #[inline]
 pub fn _convolution_weight_backward<'a>(
     grad_output: &'a Tensor,
@@ -2099,49 +2142,49 @@ pub fn _convolution_weight_backward<'a>(
 }
 
 /// `conv1d`; overloads:
-/// - `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2006)
+/// - `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2014)
 #[inline]
 pub fn conv1d<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::Conv1d<'a> {
     builders::Conv1d { input, weight, bias: None, stride: None, padding: None, dilation: None, groups: None }
 }
 
 /// `conv2d`; overloads:
-/// - `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2010)
+/// - `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2018)
 #[inline]
 pub fn conv2d<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::Conv2d<'a> {
     builders::Conv2d { input, weight, bias: None, stride: None, padding: None, dilation: None, groups: None }
 }
 
 /// `conv3d`; overloads:
-/// - `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2014)
+/// - `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2022)
 #[inline]
 pub fn conv3d<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::Conv3d<'a> {
     builders::Conv3d { input, weight, bias: None, stride: None, padding: None, dilation: None, groups: None }
 }
 
 /// `conv1d`; overloads:
-/// - `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2018)
+/// - `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2026)
 #[inline]
 pub fn conv1d_padding<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::Conv1dPadding<'a> {
     builders::Conv1dPadding { input, weight, bias: None, stride: None, padding: None, dilation: None, groups: None }
 }
 
 /// `conv2d`; overloads:
-/// - `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2022)
+/// - `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2030)
 #[inline]
 pub fn conv2d_padding<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::Conv2dPadding<'a> {
     builders::Conv2dPadding { input, weight, bias: None, stride: None, padding: None, dilation: None, groups: None }
 }
 
 /// `conv3d`; overloads:
-/// - `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2026)
+/// - `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:2034)
 #[inline]
 pub fn conv3d_padding<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::Conv3dPadding<'a> {
     builders::Conv3dPadding { input, weight, bias: None, stride: None, padding: None, dilation: None, groups: None }
 }
 
 /// `conv_transpose1d`; overloads:
-/// - `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2030)
+/// - `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:2038)
 #[inline]
 pub fn conv_transpose1d<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::ConvTranspose1d<'a> {
     builders::ConvTranspose1d {
@@ -2157,7 +2200,7 @@ pub fn conv_transpose1d<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::
 }
 
 /// `conv_transpose2d`; overloads:
-/// - `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2034)
+/// - `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:2042)
 #[inline]
 pub fn conv_transpose2d<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::ConvTranspose2d<'a> {
     builders::ConvTranspose2d {
@@ -2173,7 +2216,7 @@ pub fn conv_transpose2d<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::
 }
 
 /// `conv_transpose3d`; overloads:
-/// - `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2038)
+/// - `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:2046)
 #[inline]
 pub fn conv_transpose3d<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::ConvTranspose3d<'a> {
     builders::ConvTranspose3d {
@@ -2189,7 +2232,7 @@ pub fn conv_transpose3d<'a>(input: &'a Tensor, weight: &'a Tensor) -> builders::
 }
 
 /// `max_pool1d`; overloads:
-/// - `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2042)
+/// - `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2050)
 #[inline]
 pub fn max_pool1d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) -> builders::MaxPool1d<'a> {
     builders::MaxPool1d {
@@ -2203,7 +2246,7 @@ pub fn max_pool1d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) ->
 }
 
 /// `max_pool2d`; overloads:
-/// - `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2046)
+/// - `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2054)
 #[inline]
 pub fn max_pool2d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) -> builders::MaxPool2d<'a> {
     builders::MaxPool2d {
@@ -2217,7 +2260,7 @@ pub fn max_pool2d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) ->
 }
 
 /// `max_pool3d`; overloads:
-/// - `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2050)
+/// - `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:2058)
 #[inline]
 pub fn max_pool3d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) -> builders::MaxPool3d<'a> {
     builders::MaxPool3d {
@@ -2231,7 +2274,7 @@ pub fn max_pool3d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) ->
 }
 
 /// `max_pool1d_with_indices`; overloads:
-/// - `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2054)
+/// - `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2062)
 #[inline]
 pub fn max_pool1d_with_indices<'a>(
     self_: &'a Tensor,
@@ -2248,7 +2291,7 @@ pub fn max_pool1d_with_indices<'a>(
 }
 
 /// `max_pool2d_with_indices`; overloads:
-/// - `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2058)
+/// - `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2066)
 #[inline]
 pub fn max_pool2d_with_indices<'a>(
     self_: &'a Tensor,
@@ -2265,7 +2308,7 @@ pub fn max_pool2d_with_indices<'a>(
 }
 
 /// `max_pool2d_with_indices_backward`; overloads:
-/// - `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2062)
+/// - `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2070)
 #[inline]
 pub fn max_pool2d_with_indices_backward<'a>(
     grad_output: &'a Tensor,
@@ -2298,7 +2341,7 @@ pub fn max_pool2d_with_indices_backward<'a>(
 }
 
 /// `max_pool3d_with_indices`; overloads:
-/// - `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2066)
+/// - `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2074)
 #[inline]
 pub fn max_pool3d_with_indices<'a>(
     self_: &'a Tensor,
@@ -2315,7 +2358,7 @@ pub fn max_pool3d_with_indices<'a>(
 }
 
 /// `avg_pool1d`; overloads:
-/// - `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2070)
+/// - `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2078)
 #[inline]
 pub fn avg_pool1d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) -> builders::AvgPool1d<'a> {
     builders::AvgPool1d {
@@ -2329,7 +2372,7 @@ pub fn avg_pool1d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) ->
 }
 
 /// `avg_pool2d`; overloads:
-/// - `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2074)
+/// - `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2082)
 #[inline]
 pub fn avg_pool2d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) -> builders::AvgPool2d<'a> {
     builders::AvgPool2d {
@@ -2344,7 +2387,7 @@ pub fn avg_pool2d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) ->
 }
 
 /// `avg_pool3d`; overloads:
-/// - `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2078)
+/// - `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2086)
 #[inline]
 pub fn avg_pool3d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) -> builders::AvgPool3d<'a> {
     builders::AvgPool3d {
@@ -2359,7 +2402,7 @@ pub fn avg_pool3d<'a>(self_: &'a Tensor, kernel_size: impl Into<IntList<'a>>) ->
 }
 
 /// `adaptive_avg_pool1d`; overloads:
-/// - `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2082)
+/// - `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2090)
 #[inline]
 pub fn adaptive_avg_pool1d<'a>(self_: &'a Tensor, output_size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let output_size: IntList<'a> = output_size.into();
@@ -2368,7 +2411,7 @@ pub fn adaptive_avg_pool1d<'a>(self_: &'a Tensor, output_size: impl Into<IntList
 }
 
 /// `adaptive_avg_pool2d`; overloads:
-/// - `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2086)
+/// - `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2094)
 #[inline]
 pub fn adaptive_avg_pool2d<'a>(self_: &'a Tensor, output_size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let output_size: IntList<'a> = output_size.into();
@@ -2377,7 +2420,7 @@ pub fn adaptive_avg_pool2d<'a>(self_: &'a Tensor, output_size: impl Into<IntList
 }
 
 /// `adaptive_avg_pool3d`; overloads:
-/// - `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2090)
+/// - `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2098)
 #[inline]
 pub fn adaptive_avg_pool3d<'a>(self_: &'a Tensor, output_size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let output_size: IntList<'a> = output_size.into();
@@ -2386,7 +2429,7 @@ pub fn adaptive_avg_pool3d<'a>(self_: &'a Tensor, output_size: impl Into<IntList
 }
 
 /// `adaptive_max_pool1d`; overloads:
-/// - `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2094)
+/// - `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2102)
 #[inline]
 pub fn adaptive_max_pool1d<'a>(self_: &'a Tensor, output_size: impl Into<IntList<'a>>) -> Result<(Tensor, Tensor)> {
     let output_size: IntList<'a> = output_size.into();
@@ -2395,7 +2438,7 @@ pub fn adaptive_max_pool1d<'a>(self_: &'a Tensor, output_size: impl Into<IntList
 }
 
 /// `adaptive_max_pool2d`; overloads:
-/// - `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2098)
+/// - `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2106)
 #[inline]
 pub fn adaptive_max_pool2d<'a>(self_: &'a Tensor, output_size: impl Into<IntList<'a>>) -> Result<(Tensor, Tensor)> {
     let output_size: IntList<'a> = output_size.into();
@@ -2404,7 +2447,7 @@ pub fn adaptive_max_pool2d<'a>(self_: &'a Tensor, output_size: impl Into<IntList
 }
 
 /// `adaptive_max_pool3d`; overloads:
-/// - `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2102)
+/// - `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2110)
 #[inline]
 pub fn adaptive_max_pool3d<'a>(self_: &'a Tensor, output_size: impl Into<IntList<'a>>) -> Result<(Tensor, Tensor)> {
     let output_size: IntList<'a> = output_size.into();
@@ -2413,7 +2456,7 @@ pub fn adaptive_max_pool3d<'a>(self_: &'a Tensor, output_size: impl Into<IntList
 }
 
 /// `upsample_nearest1d`; overloads:
-/// - `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2106)
+/// - `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2114)
 #[inline]
 pub fn upsample_nearest1d_vec<'a>(
     input: &'a Tensor,
@@ -2424,7 +2467,7 @@ pub fn upsample_nearest1d_vec<'a>(
 }
 
 /// `upsample_nearest2d`; overloads:
-/// - `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2110)
+/// - `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2118)
 #[inline]
 pub fn upsample_nearest2d<'a>(
     input: &'a Tensor,
@@ -2435,7 +2478,7 @@ pub fn upsample_nearest2d<'a>(
 }
 
 /// `upsample_nearest3d`; overloads:
-/// - `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2114)
+/// - `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2122)
 #[inline]
 pub fn upsample_nearest3d<'a>(
     input: &'a Tensor,
@@ -2446,7 +2489,7 @@ pub fn upsample_nearest3d<'a>(
 }
 
 /// `upsample_bilinear2d`; overloads:
-/// - `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2118)
+/// - `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2126)
 #[inline]
 pub fn upsample_bilinear2d<'a>(
     input: &'a Tensor,
@@ -2458,21 +2501,21 @@ pub fn upsample_bilinear2d<'a>(
 }
 
 /// `pixel_shuffle`; overloads:
-/// - `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2122)
+/// - `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2130)
 #[inline]
 pub fn pixel_shuffle<'a>(self_: &'a Tensor, upscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_shuffle::call(self_, upscale_factor)
 }
 
 /// `pixel_unshuffle`; overloads:
-/// - `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2126)
+/// - `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2134)
 #[inline]
 pub fn pixel_unshuffle<'a>(self_: &'a Tensor, downscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_unshuffle::call(self_, downscale_factor)
 }
 
 /// `scaled_dot_product_attention`; overloads:
-/// - `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2130)
+/// - `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2138)
 #[inline]
 pub fn scaled_dot_product_attention<'a>(
     query: &'a Tensor,
@@ -2492,7 +2535,7 @@ pub fn scaled_dot_product_attention<'a>(
 }
 
 /// `_native_multi_head_attention`; overloads:
-/// - `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2134)
+/// - `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2142)
 #[inline]
 pub fn _native_multi_head_attention<'a>(
     query: &'a Tensor,
@@ -2523,7 +2566,7 @@ pub fn _native_multi_head_attention<'a>(
 }
 
 /// `_transformer_encoder_layer_fwd`; overloads:
-/// - `_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, Tensor norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor` (aten/native_functions.yaml:2138)
+/// - `_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, Tensor norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor` (aten/native_functions.yaml:2146)
 #[inline]
 pub fn _transformer_encoder_layer_fwd<'a>(
     src: &'a Tensor,
@@ -2570,7 +2613,7 @@ pub fn _transformer_encoder_layer_fwd<'a>(
 }
 
 /// `native_layer_norm`; overloads:
-/// - `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2145)
+/// - `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2153)
 #[inline]
 pub fn native_layer_norm<'a>(
     input: &'a Tensor,
@@ -2585,7 +2628,7 @@ pub fn native_layer_norm<'a>(
 }
 
 /// `layer_norm`; overloads:
-/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2149)
+/// - `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2157)
 #[inline]
 pub fn layer_norm<'a>(input: &'a Tensor, normalized_shape: impl Into<IntList<'a>>) -> builders::LayerNorm<'a> {
     builders::LayerNorm {
@@ -2599,7 +2642,7 @@ pub fn layer_norm<'a>(input: &'a Tensor, normalized_shape: impl Into<IntList<'a>
 }
 
 /// `native_batch_norm`; overloads:
-/// - `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2153)
+/// - `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2161)
 #[inline]
 pub fn native_batch_norm<'a>(
     input: &'a Tensor,
@@ -2615,7 +2658,7 @@ pub fn native_batch_norm<'a>(
 }
 
 /// `batch_norm`; overloads:
-/// - `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2157)
+/// - `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2165)
 #[inline]
 pub fn batch_norm<'a>(
     input: &'a Tensor,
@@ -2642,7 +2685,7 @@ pub fn batch_norm<'a>(
 }
 
 /// `instance_norm`; overloads:
-/// - `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2161)
+/// - `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2169)
 #[inline]
 pub fn instance_norm<'a>(
     input: &'a Tensor,
@@ -2669,7 +2712,7 @@ pub fn instance_norm<'a>(
 }
 
 /// `native_group_norm`; overloads:
-/// - `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2165)
+/// - `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2173)
 #[inline]
 pub fn native_group_norm<'a>(
     input: &'a Tensor,
@@ -2685,49 +2728,49 @@ pub fn native_group_norm<'a>(
 }
 
 /// `group_norm`; overloads:
-/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2169)
+/// - `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2177)
 #[inline]
 pub fn group_norm<'a>(input: &'a Tensor, num_groups: i64) -> builders::GroupNorm<'a> {
     builders::GroupNorm { input, num_groups, weight: None, bias: None, eps: None, cudnn_enabled: None }
 }
 
 /// `mse_loss`; overloads:
-/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2174)
+/// - `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2182)
 #[inline]
 pub fn mse_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::MseLoss<'a> {
     builders::MseLoss { self_, target, reduction: None }
 }
 
 /// `l1_loss`; overloads:
-/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2178)
+/// - `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2186)
 #[inline]
 pub fn l1_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::L1Loss<'a> {
     builders::L1Loss { self_, target, reduction: None }
 }
 
 /// `smooth_l1_loss`; overloads:
-/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2182)
+/// - `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2190)
 #[inline]
 pub fn smooth_l1_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::SmoothL1Loss<'a> {
     builders::SmoothL1Loss { self_, target, reduction: None, beta: None }
 }
 
 /// `huber_loss`; overloads:
-/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2186)
+/// - `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2194)
 #[inline]
 pub fn huber_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::HuberLoss<'a> {
     builders::HuberLoss { self_, target, reduction: None, delta: None }
 }
 
 /// `binary_cross_entropy`; overloads:
-/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2190)
+/// - `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2198)
 #[inline]
 pub fn binary_cross_entropy<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::BinaryCrossEntropy<'a> {
     builders::BinaryCrossEntropy { self_, target, weight: None, reduction: None }
 }
 
 /// `binary_cross_entropy_with_logits`; overloads:
-/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2194)
+/// - `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2202)
 #[inline]
 pub fn binary_cross_entropy_with_logits<'a>(
     self_: &'a Tensor,
@@ -2737,14 +2780,14 @@ pub fn binary_cross_entropy_with_logits<'a>(
 }
 
 /// `kl_div`; overloads:
-/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2198)
+/// - `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2206)
 #[inline]
 pub fn kl_div<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::KlDiv<'a> {
     builders::KlDiv { self_, target, reduction: None, log_target: None }
 }
 
 /// `margin_ranking_loss`; overloads:
-/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2202)
+/// - `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2210)
 #[inline]
 pub fn margin_ranking_loss<'a>(
     input1: &'a Tensor,
@@ -2755,7 +2798,7 @@ pub fn margin_ranking_loss<'a>(
 }
 
 /// `cosine_embedding_loss`; overloads:
-/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2206)
+/// - `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2214)
 #[inline]
 pub fn cosine_embedding_loss<'a>(
     input1: &'a Tensor,
@@ -2766,7 +2809,7 @@ pub fn cosine_embedding_loss<'a>(
 }
 
 /// `triplet_margin_loss`; overloads:
-/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2210)
+/// - `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2218)
 #[inline]
 pub fn triplet_margin_loss<'a>(
     anchor: &'a Tensor,
@@ -2786,28 +2829,28 @@ pub fn triplet_margin_loss<'a>(
 }
 
 /// `nll_loss`; overloads:
-/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2214)
+/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2222)
 #[inline]
 pub fn nll_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::NllLoss<'a> {
     builders::NllLoss { self_, target, weight: None, reduction: None, ignore_index: None }
 }
 
 /// `nll_loss2d`; overloads:
-/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2218)
+/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2226)
 #[inline]
 pub fn nll_loss2d<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::NllLoss2d<'a> {
     builders::NllLoss2d { self_, target, weight: None, reduction: None, ignore_index: None }
 }
 
 /// `nll_loss_nd`; overloads:
-/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2222)
+/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2230)
 #[inline]
 pub fn nll_loss_nd<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::NllLossNd<'a> {
     builders::NllLossNd { self_, target, weight: None, reduction: None, ignore_index: None }
 }
 
 /// `cross_entropy_loss`; overloads:
-/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2226)
+/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2234)
 #[inline]
 pub fn cross_entropy_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::CrossEntropyLoss<'a> {
     builders::CrossEntropyLoss {
@@ -2821,256 +2864,256 @@ pub fn cross_entropy_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders
 }
 
 /// `dropout`; overloads:
-/// - `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2231)
+/// - `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2239)
 #[inline]
 pub fn dropout<'a>(input: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout::call(input, p, train)
 }
 
 /// `dropout_`; overloads:
-/// - `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2235)
+/// - `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2243)
 #[inline]
 pub fn dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout_::call(self_, p, train)
 }
 
 /// `feature_dropout`; overloads:
-/// - `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2239)
+/// - `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2247)
 #[inline]
 pub fn feature_dropout<'a>(input: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout::call(input, p, train)
 }
 
 /// `feature_dropout_`; overloads:
-/// - `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2243)
+/// - `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2251)
 #[inline]
 pub fn feature_dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout_::call(self_, p, train)
 }
 
 /// `alpha_dropout`; overloads:
-/// - `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2247)
+/// - `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2255)
 #[inline]
 pub fn alpha_dropout<'a>(input: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout::call(input, p, train)
 }
 
 /// `alpha_dropout_`; overloads:
-/// - `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2251)
+/// - `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2259)
 #[inline]
 pub fn alpha_dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout_::call(self_, p, train)
 }
 
 /// `feature_alpha_dropout`; overloads:
-/// - `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2255)
+/// - `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2263)
 #[inline]
 pub fn feature_alpha_dropout<'a>(input: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout::call(input, p, train)
 }
 
 /// `feature_alpha_dropout_`; overloads:
-/// - `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2259)
+/// - `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2267)
 #[inline]
 pub fn feature_alpha_dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout_::call(self_, p, train)
 }
 
 /// `native_dropout`; overloads:
-/// - `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2263)
+/// - `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2271)
 #[inline]
 pub fn native_dropout<'a>(input: &'a Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::handles::native_dropout::call(input, p, train)
 }
 
 /// `erfinv`; overloads:
-/// - `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2268)
+/// - `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2276)
 #[inline]
 pub fn erfinv<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::erfinv::call(self_)
 }
 
 /// `sgn`; overloads:
-/// - `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2282)
+/// - `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2290)
 #[inline]
 pub fn sgn<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::sgn::call(self_)
 }
 
 /// `square`; overloads:
-/// - `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2296)
+/// - `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2304)
 #[inline]
 pub fn square<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::square::call(self_)
 }
 
 /// `square_`; overloads:
-/// - `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2301)
+/// - `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2309)
 #[inline]
 pub fn square_<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::square_::call(self_)
 }
 
 /// `selu`; overloads:
-/// - `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2306)
+/// - `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2314)
 #[inline]
 pub fn selu<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::selu::call(self_)
 }
 
 /// `selu_`; overloads:
-/// - `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2310)
+/// - `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2318)
 #[inline]
 pub fn selu_<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::selu_::call(self_)
 }
 
 /// `isinf`; overloads:
-/// - `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2314)
+/// - `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2322)
 #[inline]
 pub fn isinf<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isinf::call(self_)
 }
 
 /// `isfinite`; overloads:
-/// - `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2319)
+/// - `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2327)
 #[inline]
 pub fn isfinite<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isfinite::call(self_)
 }
 
 /// `isposinf`; overloads:
-/// - `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2324)
+/// - `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2332)
 #[inline]
 pub fn isposinf<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isposinf::call(self_)
 }
 
 /// `isneginf`; overloads:
-/// - `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2333)
+/// - `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2341)
 #[inline]
 pub fn isneginf<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isneginf::call(self_)
 }
 
 /// `nan_to_num`; overloads:
-/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2342)
+/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2350)
 #[inline]
 pub fn nan_to_num<'a>(self_: &'a Tensor) -> builders::NanToNum<'a> {
     builders::NanToNum { self_, nan: None, posinf: None, neginf: None }
 }
 
 /// `nan_to_num_`; overloads:
-/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2347)
+/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2355)
 #[inline]
 pub fn nan_to_num_<'a>(self_: &'a Tensor) -> builders::NanToNumInplace<'a> {
     builders::NanToNumInplace { self_, nan: None, posinf: None, neginf: None }
 }
 
 /// `round`; overloads:
-/// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2356)
+/// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2364)
 #[inline]
 pub fn round_decimals<'a>(self_: &'a Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals::call(self_, decimals)
 }
 
 /// `round_`; overloads:
-/// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2361)
+/// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2369)
 #[inline]
 pub fn round_decimals_<'a>(self_: &'a Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals_::call(self_, decimals)
 }
 
 /// `bitwise_not`; overloads:
-/// - `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2370)
+/// - `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2378)
 #[inline]
 pub fn bitwise_not<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not::call(self_)
 }
 
 /// `clamp_`; overloads:
-/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2384)
+/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2392)
 #[inline]
 pub fn clamp_<'a>(self_: &'a Tensor) -> builders::ClampInplace<'a> {
     builders::ClampInplace { self_, min: None, max: None }
 }
 
 /// `clamp`; overloads:
-/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2393)
+/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2401)
 #[inline]
 pub fn clamp_tensor<'a>(self_: &'a Tensor) -> builders::ClampTensor<'a> {
     builders::ClampTensor { self_, min: None, max: None }
 }
 
 /// `clamp_`; overloads:
-/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2398)
+/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2406)
 #[inline]
 pub fn clamp_tensor_<'a>(self_: &'a Tensor) -> builders::ClampTensorInplace<'a> {
     builders::ClampTensorInplace { self_, min: None, max: None }
 }
 
 /// `clamp_min`; overloads:
-/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2407)
-/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2412)
+/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2415)
+/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2420)
 #[inline]
 pub fn clamp_min<'a>(self_: &'a Tensor, min: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::ClampMin { self_, min: min.into() }.call()
 }
 
 /// `clamp_min_`; overloads:
-/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2417)
-/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2425)
+/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2430)
 #[inline]
 pub fn clamp_min_<'a>(self_: &'a Tensor, min: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::ClampMinInplace { self_, min: min.into() }.call()
 }
 
 /// `clamp_max`; overloads:
-/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2435)
-/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2440)
+/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2443)
+/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2448)
 #[inline]
 pub fn clamp_max<'a>(self_: &'a Tensor, max: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::ClampMax { self_, max: max.into() }.call()
 }
 
 /// `clamp_max_`; overloads:
-/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2445)
-/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2450)
+/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2453)
+/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2458)
 #[inline]
 pub fn clamp_max_<'a>(self_: &'a Tensor, max: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::ClampMaxInplace { self_, max: max.into() }.call()
 }
 
 /// `relu6`; overloads:
-/// - `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2463)
+/// - `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2471)
 #[inline]
 pub fn relu6<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::relu6::call(self_)
 }
 
 /// `relu6_`; overloads:
-/// - `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2467)
+/// - `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2475)
 #[inline]
 pub fn relu6_<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::relu6_::call(self_)
 }
 
 /// `celu`; overloads:
-/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2471)
+/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2479)
 #[inline]
 pub fn celu<'a>(self_: &'a Tensor) -> builders::Celu<'a> {
     builders::Celu { self_, alpha: None }
 }
 
 /// `celu_`; overloads:
-/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2475)
+/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2483)
 #[inline]
 pub fn celu_<'a>(self_: &'a Tensor) -> builders::CeluInplace<'a> {
     builders::CeluInplace { self_, alpha: None }
 }
 
 /// `threshold`; overloads:
-/// - `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2479)
+/// - `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2487)
 #[inline]
 pub fn threshold<'a>(self_: &'a Tensor, threshold: impl Into<Scalar>, value: impl Into<Scalar>) -> Result<Tensor> {
     let threshold: Scalar = threshold.into();
@@ -3079,7 +3122,7 @@ pub fn threshold<'a>(self_: &'a Tensor, threshold: impl Into<Scalar>, value: imp
 }
 
 /// `threshold_`; overloads:
-/// - `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2483)
+/// - `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2491)
 #[inline]
 pub fn threshold_<'a>(self_: &'a Tensor, threshold: impl Into<Scalar>, value: impl Into<Scalar>) -> Result<Tensor> {
     let threshold: Scalar = threshold.into();
@@ -3088,101 +3131,101 @@ pub fn threshold_<'a>(self_: &'a Tensor, threshold: impl Into<Scalar>, value: im
 }
 
 /// `glu`; overloads:
-/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2491)
+/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2499)
 #[inline]
 pub fn glu<'a>(self_: &'a Tensor) -> builders::Glu<'a> {
     builders::Glu { self_, dim: None }
 }
 
 /// `prelu`; overloads:
-/// - `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2495)
+/// - `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2503)
 #[inline]
 pub fn prelu<'a>(self_: &'a Tensor, weight: &'a Tensor) -> Result<Tensor> {
     crate::handles::prelu::call(self_, weight)
 }
 
 /// `log_sigmoid`; overloads:
-/// - `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2500)
+/// - `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2508)
 #[inline]
 pub fn log_sigmoid<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::log_sigmoid::call(self_)
 }
 
 /// `log_sigmoid_forward`; overloads:
-/// - `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2504)
+/// - `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2512)
 #[inline]
 pub fn log_sigmoid_forward<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::log_sigmoid_forward::call(self_)
 }
 
 /// `fmax`; overloads:
-/// - `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2508)
+/// - `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2516)
 #[inline]
 pub fn fmax<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::fmax::call(self_, other)
 }
 
 /// `fmin`; overloads:
-/// - `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2518)
+/// - `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2526)
 #[inline]
 pub fn fmin<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::fmin::call(self_, other)
 }
 
 /// `hypot`; overloads:
-/// - `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2528)
+/// - `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2536)
 #[inline]
 pub fn hypot<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::hypot::call(self_, other)
 }
 
 /// `copysign`; overloads:
-/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2542)
-/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2556)
+/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2550)
+/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2564)
 #[inline]
 pub fn copysign<'a>(self_: &'a Tensor, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::Copysign { self_, other: other.into() }.call()
 }
 
 /// `floor_divide`; overloads:
-/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
-/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2580)
+/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2574)
+/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2588)
 #[inline]
 pub fn floor_divide<'a>(self_: &'a Tensor, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::FloorDivide { self_, other: other.into() }.call()
 }
 
 /// `bitwise_and`; overloads:
-/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
-/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2595)
-/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2600)
+/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2598)
+/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2603)
+/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
 #[inline]
 pub fn bitwise_and<'a>(self_: impl Into<TensorOrScalar<'a>>, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::BitwiseAnd { self_: self_.into(), other: other.into() }.call()
 }
 
 /// `bitwise_or`; overloads:
-/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2618)
-/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2623)
-/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2628)
+/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2626)
+/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2631)
+/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2636)
 #[inline]
 pub fn bitwise_or<'a>(self_: impl Into<TensorOrScalar<'a>>, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::BitwiseOr { self_: self_.into(), other: other.into() }.call()
 }
 
 /// `bitwise_xor`; overloads:
-/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2646)
-/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2651)
-/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2656)
+/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2654)
+/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2659)
+/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2664)
 #[inline]
 pub fn bitwise_xor<'a>(self_: impl Into<TensorOrScalar<'a>>, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::BitwiseXor { self_: self_.into(), other: other.into() }.call()
 }
 
 /// `bitwise_left_shift`; overloads:
-/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2674)
-/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2679)
-/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2684)
+/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
+/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2687)
+/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2692)
 #[inline]
 pub fn bitwise_left_shift<'a>(
     self_: impl Into<TensorOrScalar<'a>>,
@@ -3192,9 +3235,9 @@ pub fn bitwise_left_shift<'a>(
 }
 
 /// `bitwise_right_shift`; overloads:
-/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2706)
-/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2711)
-/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2716)
+/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2714)
+/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2719)
+/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2724)
 #[inline]
 pub fn bitwise_right_shift<'a>(
     self_: impl Into<TensorOrScalar<'a>>,
@@ -3204,60 +3247,60 @@ pub fn bitwise_right_shift<'a>(
 }
 
 /// `logical_or`; overloads:
-/// - `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2738)
+/// - `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2746)
 #[inline]
 pub fn logical_or<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::logical_or::call(self_, other)
 }
 
 /// `logical_xor`; overloads:
-/// - `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2743)
+/// - `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2751)
 #[inline]
 pub fn logical_xor<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::logical_xor::call(self_, other)
 }
 
 /// `var_mean`; overloads:
-/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2748)
-/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2752)
-/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2756)
+/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2756)
+/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2760)
+/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2764)
 #[inline]
 pub fn var_mean<'a>(self_: &'a Tensor) -> builders::VarMean<'a> {
     builders::VarMean { self_, unbiased: None, dim: None, keepdim: None, correction: None }
 }
 
 /// `std_mean`; overloads:
-/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2760)
-/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2764)
-/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2768)
+/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2768)
+/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2772)
+/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2776)
 #[inline]
 pub fn std_mean<'a>(self_: &'a Tensor) -> builders::StdMean<'a> {
     builders::StdMean { self_, unbiased: None, dim: None, keepdim: None, correction: None }
 }
 
 /// `atleast_1d`; overloads:
-/// - `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2773)
+/// - `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2781)
 #[inline]
 pub fn atleast_1d<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::atleast_1d::call(self_)
 }
 
 /// `atleast_2d`; overloads:
-/// - `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2777)
+/// - `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2785)
 #[inline]
 pub fn atleast_2d<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::atleast_2d::call(self_)
 }
 
 /// `atleast_3d`; overloads:
-/// - `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2781)
+/// - `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2789)
 #[inline]
 pub fn atleast_3d<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::atleast_3d::call(self_)
 }
 
 /// `atleast_1d`; overloads:
-/// - `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2785)
+/// - `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2793)
 #[inline]
 pub fn atleast_1d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3265,7 +3308,7 @@ pub fn atleast_1d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec
 }
 
 /// `atleast_2d`; overloads:
-/// - `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2789)
+/// - `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2797)
 #[inline]
 pub fn atleast_2d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3273,7 +3316,7 @@ pub fn atleast_2d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec
 }
 
 /// `atleast_3d`; overloads:
-/// - `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2793)
+/// - `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2801)
 #[inline]
 pub fn atleast_3d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3281,56 +3324,56 @@ pub fn atleast_3d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec
 }
 
 /// `mT`; overloads:
-/// - `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2797)
+/// - `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2805)
 #[inline]
 pub fn mt<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::mt::call(self_)
 }
 
 /// `mH`; overloads:
-/// - `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2801)
+/// - `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2809)
 #[inline]
 pub fn mh<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::mh::call(self_)
 }
 
 /// `matrix_H`; overloads:
-/// - `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2805)
+/// - `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2813)
 #[inline]
 pub fn matrix_h<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::matrix_h::call(self_)
 }
 
 /// `numpy_T`; overloads:
-/// - `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2809)
+/// - `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2817)
 #[inline]
 pub fn numpy_t<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::numpy_t::call(self_)
 }
 
 /// `ravel`; overloads:
-/// - `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2813)
+/// - `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2821)
 #[inline]
 pub fn ravel<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::ravel::call(self_)
 }
 
 /// `flipud`; overloads:
-/// - `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2817)
+/// - `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2825)
 #[inline]
 pub fn flipud<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::flipud::call(self_)
 }
 
 /// `fliplr`; overloads:
-/// - `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2821)
+/// - `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2829)
 #[inline]
 pub fn fliplr<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::fliplr::call(self_)
 }
 
 /// `hstack`; overloads:
-/// - `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2825)
+/// - `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2833)
 #[inline]
 pub fn hstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3338,7 +3381,7 @@ pub fn hstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `vstack`; overloads:
-/// - `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2829)
+/// - `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2837)
 #[inline]
 pub fn vstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3346,7 +3389,7 @@ pub fn vstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `dstack`; overloads:
-/// - `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2833)
+/// - `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2841)
 #[inline]
 pub fn dstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3354,7 +3397,7 @@ pub fn dstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `column_stack`; overloads:
-/// - `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2837)
+/// - `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2845)
 #[inline]
 pub fn column_stack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3362,85 +3405,85 @@ pub fn column_stack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `positive`; overloads:
-/// - `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2841)
+/// - `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2849)
 #[inline]
 pub fn positive<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::positive::call(self_)
 }
 
 /// `resolve_neg`; overloads:
-/// - `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2845)
+/// - `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2853)
 #[inline]
 pub fn resolve_neg<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::resolve_neg::call(self_)
 }
 
 /// `resolve_conj`; overloads:
-/// - `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2849)
+/// - `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2857)
 #[inline]
 pub fn resolve_conj<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::resolve_conj::call(self_)
 }
 
 /// `conj_physical`; overloads:
-/// - `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2853)
+/// - `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2861)
 #[inline]
 pub fn conj_physical<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::conj_physical::call(self_)
 }
 
 /// `real`; overloads:
-/// - `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2857)
+/// - `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2865)
 #[inline]
 pub fn real<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::real::call(self_)
 }
 
 /// `imag`; overloads:
-/// - `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2862)
+/// - `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2870)
 #[inline]
 pub fn imag<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::imag::call(self_)
 }
 
 /// `conj`; overloads:
-/// - `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2867)
+/// - `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2875)
 #[inline]
 pub fn conj<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::conj::call(self_)
 }
 
 /// `view_as_real`; overloads:
-/// - `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2873)
+/// - `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2881)
 #[inline]
 pub fn view_as_real<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::view_as_real::call(self_)
 }
 
 /// `view_as_complex`; overloads:
-/// - `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2877)
+/// - `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2885)
 #[inline]
 pub fn view_as_complex<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::view_as_complex::call(self_)
 }
 
 /// `complex`; overloads:
-/// - `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2881)
+/// - `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2889)
 #[inline]
 pub fn complex<'a>(real: &'a Tensor, imag: &'a Tensor) -> Result<Tensor> {
     crate::handles::complex::call(real, imag)
 }
 
 /// `polar`; overloads:
-/// - `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2885)
+/// - `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2893)
 #[inline]
 pub fn polar<'a>(abs: &'a Tensor, angle: &'a Tensor) -> Result<Tensor> {
     crate::handles::polar::call(abs, angle)
 }
 
 /// `stft`; overloads:
-/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2890)
-/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2895)
+/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2898)
+/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2903)
 #[inline]
 pub fn stft<'a>(self_: &'a Tensor, n_fft: i64) -> builders::Stft<'a> {
     builders::Stft {
@@ -3459,7 +3502,7 @@ pub fn stft<'a>(self_: &'a Tensor, n_fft: i64) -> builders::Stft<'a> {
 }
 
 /// `istft`; overloads:
-/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2900)
+/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2908)
 #[inline]
 pub fn istft<'a>(self_: &'a Tensor, n_fft: i64) -> builders::Istft<'a> {
     builders::Istft {
@@ -3477,7 +3520,7 @@ pub fn istft<'a>(self_: &'a Tensor, n_fft: i64) -> builders::Istft<'a> {
 }
 
 /// `_fft_c2c`; overloads:
-/// - `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2905)
+/// - `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2913)
 #[inline]
 pub fn _fft_c2c<'a>(
     self_: &'a Tensor,
@@ -3491,7 +3534,7 @@ pub fn _fft_c2c<'a>(
 }
 
 /// `_fft_r2c`; overloads:
-/// - `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2909)
+/// - `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2917)
 #[inline]
 pub fn _fft_r2c<'a>(
     self_: &'a Tensor,
@@ -3505,7 +3548,7 @@ pub fn _fft_r2c<'a>(
 }
 
 /// `_fft_c2r`; overloads:
-/// - `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2913)
+/// - `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2921)
 #[inline]
 pub fn _fft_c2r<'a>(
     self_: &'a Tensor,
@@ -3519,98 +3562,98 @@ pub fn _fft_c2r<'a>(
 }
 
 /// `fft_fft`; overloads:
-/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2917)
+/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2925)
 #[inline]
 pub fn fft_fft<'a>(self_: &'a Tensor) -> builders::FftFft<'a> {
     builders::FftFft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_ifft`; overloads:
-/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2921)
+/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2929)
 #[inline]
 pub fn fft_ifft<'a>(self_: &'a Tensor) -> builders::FftIfft<'a> {
     builders::FftIfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_rfft`; overloads:
-/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2925)
+/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2933)
 #[inline]
 pub fn fft_rfft<'a>(self_: &'a Tensor) -> builders::FftRfft<'a> {
     builders::FftRfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_ihfft`; overloads:
-/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2929)
+/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2937)
 #[inline]
 pub fn fft_ihfft<'a>(self_: &'a Tensor) -> builders::FftIhfft<'a> {
     builders::FftIhfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_fft2`; overloads:
-/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2933)
+/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
 #[inline]
 pub fn fft_fft2<'a>(self_: &'a Tensor) -> builders::FftFft2<'a> {
     builders::FftFft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_ifft2`; overloads:
-/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2937)
+/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
 #[inline]
 pub fn fft_ifft2<'a>(self_: &'a Tensor) -> builders::FftIfft2<'a> {
     builders::FftIfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_rfft2`; overloads:
-/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
+/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
 #[inline]
 pub fn fft_rfft2<'a>(self_: &'a Tensor) -> builders::FftRfft2<'a> {
     builders::FftRfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_ihfft2`; overloads:
-/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
+/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
 #[inline]
 pub fn fft_ihfft2<'a>(self_: &'a Tensor) -> builders::FftIhfft2<'a> {
     builders::FftIhfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_fftn`; overloads:
-/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
+/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
 #[inline]
 pub fn fft_fftn<'a>(self_: &'a Tensor) -> builders::FftFftn<'a> {
     builders::FftFftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_ifftn`; overloads:
-/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
+/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2961)
 #[inline]
 pub fn fft_ifftn<'a>(self_: &'a Tensor) -> builders::FftIfftn<'a> {
     builders::FftIfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_rfftn`; overloads:
-/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
+/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2965)
 #[inline]
 pub fn fft_rfftn<'a>(self_: &'a Tensor) -> builders::FftRfftn<'a> {
     builders::FftRfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_ihfftn`; overloads:
-/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2961)
+/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2969)
 #[inline]
 pub fn fft_ihfftn<'a>(self_: &'a Tensor) -> builders::FftIhfftn<'a> {
     builders::FftIhfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `isreal`; overloads:
-/// - `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2965)
+/// - `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2973)
 #[inline]
 pub fn isreal<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isreal::call(self_)
 }
 
 /// `broadcast_tensors`; overloads:
-/// - `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2969)
+/// - `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2977)
 #[inline]
 pub fn broadcast_tensors<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3618,7 +3661,7 @@ pub fn broadcast_tensors<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<T
 }
 
 /// `view_copy`; overloads:
-/// - `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2973)
+/// - `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2981)
 #[inline]
 pub fn view_copy<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let size: IntList<'a> = size.into();
@@ -3627,35 +3670,35 @@ pub fn view_copy<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> Result<
 }
 
 /// `unsqueeze_copy`; overloads:
-/// - `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2977)
+/// - `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2985)
 #[inline]
 pub fn unsqueeze_copy<'a>(self_: &'a Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::unsqueeze_copy::call(self_, dim)
 }
 
 /// `unfold_copy`; overloads:
-/// - `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2981)
+/// - `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2989)
 #[inline]
 pub fn unfold_copy<'a>(self_: &'a Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     crate::handles::unfold_copy::call(self_, dimension, size, step)
 }
 
 /// `unbind_copy`; overloads:
-/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2985)
+/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2993)
 #[inline]
 pub fn unbind_copy<'a>(self_: &'a Tensor) -> builders::UnbindCopy<'a> {
     builders::UnbindCopy { self_, dim: None }
 }
 
 /// `transpose_copy`; overloads:
-/// - `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2989)
+/// - `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2997)
 #[inline]
 pub fn transpose_copy<'a>(self_: &'a Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     crate::handles::transpose_copy_int::call(self_, dim0, dim1)
 }
 
 /// `permute_copy`; overloads:
-/// - `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2993)
+/// - `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:3001)
 #[inline]
 pub fn permute_copy<'a>(self_: &'a Tensor, dims: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dims: IntList<'a> = dims.into();
@@ -3664,21 +3707,21 @@ pub fn permute_copy<'a>(self_: &'a Tensor, dims: impl Into<IntList<'a>>) -> Resu
 }
 
 /// `expand_copy`; overloads:
-/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2997)
+/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:3005)
 #[inline]
 pub fn expand_copy<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> builders::ExpandCopy<'a> {
     builders::ExpandCopy { self_, size: size.into(), implicit: None }
 }
 
 /// `diagonal_copy`; overloads:
-/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3001)
+/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3009)
 #[inline]
 pub fn diagonal_copy<'a>(self_: &'a Tensor) -> builders::DiagonalCopy<'a> {
     builders::DiagonalCopy { self_, offset: None, dim1: None, dim2: None }
 }
 
 /// `as_strided_copy`; overloads:
-/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3005)
+/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3013)
 #[inline]
 pub fn as_strided_copy<'a>(
     self_: &'a Tensor,
@@ -3689,7 +3732,7 @@ pub fn as_strided_copy<'a>(
 }
 
 /// `split_with_sizes_copy`; overloads:
-/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3009)
+/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3017)
 #[inline]
 pub fn split_with_sizes_copy<'a>(
     self_: &'a Tensor,
@@ -3699,63 +3742,63 @@ pub fn split_with_sizes_copy<'a>(
 }
 
 /// `t_copy`; overloads:
-/// - `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3013)
+/// - `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3021)
 #[inline]
 pub fn t_copy<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::t_copy::call(self_)
 }
 
 /// `alias_copy`; overloads:
-/// - `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3017)
+/// - `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3025)
 #[inline]
 pub fn alias_copy<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::alias_copy::call(self_)
 }
 
 /// `squeeze_copy`; overloads:
-/// - `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3021)
+/// - `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3029)
 #[inline]
 pub fn squeeze_copy<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::squeeze_copy::call(self_)
 }
 
 /// `squeeze_copy`; overloads:
-/// - `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3025)
+/// - `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3033)
 #[inline]
 pub fn squeeze_copy_dim<'a>(self_: &'a Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::squeeze_copy_dim::call(self_, dim)
 }
 
 /// `narrow_copy`; overloads:
-/// - `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3029)
+/// - `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3037)
 #[inline]
 pub fn narrow_copy<'a>(self_: &'a Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     crate::handles::narrow_copy::call(self_, dim, start, length)
 }
 
 /// `new_zeros`; overloads:
-/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3033)
+/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3041)
 #[inline]
 pub fn new_zeros<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> builders::NewZeros<'a> {
     builders::NewZeros { self_, size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `new_ones`; overloads:
-/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3037)
+/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3045)
 #[inline]
 pub fn new_ones<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> builders::NewOnes<'a> {
     builders::NewOnes { self_, size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `new_empty`; overloads:
-/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3041)
+/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3049)
 #[inline]
 pub fn new_empty<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> builders::NewEmpty<'a> {
     builders::NewEmpty { self_, size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `new_full`; overloads:
-/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3045)
+/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3053)
 #[inline]
 pub fn new_full<'a>(
     self_: &'a Tensor,
@@ -3774,7 +3817,7 @@ pub fn new_full<'a>(
 }
 
 /// `new_empty_strided`; overloads:
-/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3049)
+/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3057)
 #[inline]
 pub fn new_empty_strided<'a>(
     self_: &'a Tensor,
@@ -3793,7 +3836,7 @@ pub fn new_empty_strided<'a>(
 }
 
 /// `empty_permuted`; overloads:
-/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3053)
+/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3061)
 #[inline]
 pub fn empty_permuted<'a>(
     size: impl Into<IntList<'a>>,
@@ -3810,7 +3853,7 @@ pub fn empty_permuted<'a>(
 }
 
 /// `scalar_tensor`; overloads:
-/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3057)
+/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3065)
 #[inline]
 pub fn scalar_tensor<'a>(s: impl Into<Scalar>) -> builders::ScalarTensor<'a> {
     builders::ScalarTensor {
@@ -3824,95 +3867,95 @@ pub fn scalar_tensor<'a>(s: impl Into<Scalar>) -> builders::ScalarTensor<'a> {
 }
 
 /// `min`; overloads:
-/// - `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3061)
+/// - `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3069)
 #[inline]
 pub fn min_other<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::min_other::call(self_, other)
 }
 
 /// `max`; overloads:
-/// - `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3065)
+/// - `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3073)
 #[inline]
 pub fn max_other<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::max_other::call(self_, other)
 }
 
 /// `rad2deg`; overloads:
-/// - `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3069)
+/// - `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3077)
 #[inline]
 pub fn rad2deg<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::rad2deg::call(self_)
 }
 
 /// `deg2rad`; overloads:
-/// - `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3073)
+/// - `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3081)
 #[inline]
 pub fn deg2rad<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::deg2rad::call(self_)
 }
 
 /// `signbit`; overloads:
-/// - `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3077)
+/// - `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3085)
 #[inline]
 pub fn signbit<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::signbit::call(self_)
 }
 
 /// `logaddexp`; overloads:
-/// - `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3081)
+/// - `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3089)
 #[inline]
 pub fn logaddexp<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::logaddexp::call(self_, other)
 }
 
 /// `logaddexp2`; overloads:
-/// - `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3085)
+/// - `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3093)
 #[inline]
 pub fn logaddexp2<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::logaddexp2::call(self_, other)
 }
 
 /// `sinc`; overloads:
-/// - `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3089)
+/// - `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3097)
 #[inline]
 pub fn sinc<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::sinc::call(self_)
 }
 
 /// `xlogy`; overloads:
-/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3093)
-/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3097)
-/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3101)
+/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3101)
+/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3105)
+/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3109)
 #[inline]
 pub fn xlogy<'a>(self_: impl Into<TensorOrScalar<'a>>, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::Xlogy { self_: self_.into(), other: other.into() }.call()
 }
 
 /// `special_xlog1py`; overloads:
-/// - `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3105)
+/// - `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3113)
 #[inline]
 pub fn special_xlog1py<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_xlog1py::call(self_, other)
 }
 
 /// `special_xlogy`; overloads:
-/// - `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3109)
+/// - `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3117)
 #[inline]
 pub fn special_xlogy<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_xlogy::call(self_, other)
 }
 
 /// `heaviside`; overloads:
-/// - `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3113)
+/// - `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3121)
 #[inline]
 pub fn heaviside<'a>(self_: &'a Tensor, values: &'a Tensor) -> Result<Tensor> {
     crate::handles::heaviside::call(self_, values)
 }
 
 /// `float_power`; overloads:
-/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3117)
-/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3121)
-/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3125)
+/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3125)
+/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3129)
+/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3133)
 #[inline]
 pub fn float_power<'a>(
     self_: impl Into<TensorOrScalar<'a>>,
@@ -3922,77 +3965,77 @@ pub fn float_power<'a>(
 }
 
 /// `ldexp`; overloads:
-/// - `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3129)
+/// - `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3137)
 #[inline]
 pub fn ldexp<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::ldexp_tensor::call(self_, other)
 }
 
 /// `isclose`; overloads:
-/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3133)
+/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3141)
 #[inline]
 pub fn isclose<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Isclose<'a> {
     builders::Isclose { self_, other, rtol: None, atol: None, equal_nan: None }
 }
 
 /// `hardshrink`; overloads:
-/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3137)
+/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3145)
 #[inline]
 pub fn hardshrink<'a>(self_: &'a Tensor) -> builders::Hardshrink<'a> {
     builders::Hardshrink { self_, lambd: None }
 }
 
 /// `softshrink`; overloads:
-/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3141)
+/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3149)
 #[inline]
 pub fn softshrink<'a>(self_: &'a Tensor) -> builders::Softshrink<'a> {
     builders::Softshrink { self_, lambd: None }
 }
 
 /// `prod`; overloads:
-/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3145)
+/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3153)
 #[inline]
 pub fn prod<'a>(self_: &'a Tensor) -> builders::Prod<'a> {
     builders::Prod { self_, dtype: None }
 }
 
 /// `nansum`; overloads:
-/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3165)
+/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3173)
 #[inline]
 pub fn nansum<'a>(self_: &'a Tensor) -> builders::Nansum<'a> {
     builders::Nansum { self_, dim: None, keepdim: None, dtype: None }
 }
 
 /// `nanmean`; overloads:
-/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3169)
+/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3177)
 #[inline]
 pub fn nanmean<'a>(self_: &'a Tensor) -> builders::Nanmean<'a> {
     builders::Nanmean { self_, dim: None, keepdim: None, dtype: None }
 }
 
 /// `aminmax`; overloads:
-/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3173)
+/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3181)
 #[inline]
 pub fn aminmax<'a>(self_: &'a Tensor) -> builders::Aminmax<'a> {
     builders::Aminmax { self_, dim: None, keepdim: None }
 }
 
 /// `logcumsumexp`; overloads:
-/// - `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3177)
+/// - `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3185)
 #[inline]
 pub fn logcumsumexp<'a>(self_: &'a Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::logcumsumexp::call(self_, dim)
 }
 
 /// `trace`; overloads:
-/// - `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3181)
+/// - `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3189)
 #[inline]
 pub fn trace<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::trace::call(self_)
 }
 
 /// `sum_to_size`; overloads:
-/// - `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3185)
+/// - `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3193)
 #[inline]
 pub fn sum_to_size<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let size: IntList<'a> = size.into();
@@ -4001,98 +4044,98 @@ pub fn sum_to_size<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> Resul
 }
 
 /// `inner`; overloads:
-/// - `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3189)
+/// - `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3197)
 #[inline]
 pub fn inner<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::inner::call(self_, other)
 }
 
 /// `addmv`; overloads:
-/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3193)
+/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3201)
 #[inline]
 pub fn addmv<'a>(self_: &'a Tensor, mat: &'a Tensor, vec: &'a Tensor) -> builders::Addmv<'a> {
     builders::Addmv { self_, mat, vec, beta: None, alpha: None }
 }
 
 /// `addr`; overloads:
-/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3197)
+/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3205)
 #[inline]
 pub fn addr<'a>(self_: &'a Tensor, vec1: &'a Tensor, vec2: &'a Tensor) -> builders::Addr<'a> {
     builders::Addr { self_, vec1, vec2, beta: None, alpha: None }
 }
 
 /// `linalg_cross`; overloads:
-/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3201)
+/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3209)
 #[inline]
 pub fn linalg_cross<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::LinalgCross<'a> {
     builders::LinalgCross { self_, other, dim: None }
 }
 
 /// `cross`; overloads:
-/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3205)
+/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3213)
 #[inline]
 pub fn cross<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Cross<'a> {
     builders::Cross { self_, other, dim: None }
 }
 
 /// `kron`; overloads:
-/// - `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3209)
+/// - `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3217)
 #[inline]
 pub fn kron<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::kron::call(self_, other)
 }
 
 /// `dist`; overloads:
-/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3213)
+/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3221)
 #[inline]
 pub fn dist<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Dist<'a> {
     builders::Dist { self_, other, p: None }
 }
 
 /// `pairwise_distance`; overloads:
-/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3217)
+/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3225)
 #[inline]
 pub fn pairwise_distance<'a>(x1: &'a Tensor, x2: &'a Tensor) -> builders::PairwiseDistance<'a> {
     builders::PairwiseDistance { x1, x2, p: None, eps: None, keepdim: None }
 }
 
 /// `cosine_similarity`; overloads:
-/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3221)
+/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3229)
 #[inline]
 pub fn cosine_similarity<'a>(x1: &'a Tensor, x2: &'a Tensor) -> builders::CosineSimilarity<'a> {
     builders::CosineSimilarity { x1, x2, dim: None, eps: None }
 }
 
 /// `cdist`; overloads:
-/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3225)
+/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3233)
 #[inline]
 pub fn cdist<'a>(x1: &'a Tensor, x2: &'a Tensor) -> builders::Cdist<'a> {
     builders::Cdist { x1, x2, p: None, compute_mode: None }
 }
 
 /// `pdist`; overloads:
-/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3229)
+/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3237)
 #[inline]
 pub fn pdist<'a>(self_: &'a Tensor) -> builders::Pdist<'a> {
     builders::Pdist { self_, p: None }
 }
 
 /// `soft_margin_loss`; overloads:
-/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3233)
+/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3241)
 #[inline]
 pub fn soft_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::SoftMarginLoss<'a> {
     builders::SoftMarginLoss { self_, target, reduction: None }
 }
 
 /// `hinge_embedding_loss`; overloads:
-/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3237)
+/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3245)
 #[inline]
 pub fn hinge_embedding_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::HingeEmbeddingLoss<'a> {
     builders::HingeEmbeddingLoss { self_, target, margin: None, reduction: None }
 }
 
 /// `poisson_nll_loss`; overloads:
-/// - `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3241)
+/// - `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3249)
 #[inline]
 pub fn poisson_nll_loss<'a>(
     input: &'a Tensor,
@@ -4107,42 +4150,42 @@ pub fn poisson_nll_loss<'a>(
 }
 
 /// `rms_norm`; overloads:
-/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3245)
+/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3253)
 #[inline]
 pub fn rms_norm<'a>(input: &'a Tensor, normalized_shape: impl Into<IntList<'a>>) -> builders::RmsNorm<'a> {
     builders::RmsNorm { input, normalized_shape: normalized_shape.into(), weight: None, eps: None }
 }
 
 /// `channel_shuffle`; overloads:
-/// - `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3249)
+/// - `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3257)
 #[inline]
 pub fn channel_shuffle<'a>(self_: &'a Tensor, groups: i64) -> Result<Tensor> {
     crate::handles::channel_shuffle::call(self_, groups)
 }
 
 /// `linalg_vector_norm`; overloads:
-/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3253)
+/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3261)
 #[inline]
 pub fn linalg_vector_norm<'a>(self_: &'a Tensor) -> builders::LinalgVectorNorm<'a> {
     builders::LinalgVectorNorm { self_, ord: None, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_diagonal`; overloads:
-/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3257)
+/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3265)
 #[inline]
 pub fn linalg_diagonal<'a>(a_: &'a Tensor) -> builders::LinalgDiagonal<'a> {
     builders::LinalgDiagonal { a_, offset: None, dim1: None, dim2: None }
 }
 
 /// `diagflat`; overloads:
-/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3261)
+/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3269)
 #[inline]
 pub fn diagflat<'a>(self_: &'a Tensor) -> builders::Diagflat<'a> {
     builders::Diagflat { self_, offset: None }
 }
 
 /// `block_diag`; overloads:
-/// - `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3265)
+/// - `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3273)
 #[inline]
 pub fn block_diag<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -4150,7 +4193,7 @@ pub fn block_diag<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `cartesian_prod`; overloads:
-/// - `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3269)
+/// - `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3277)
 #[inline]
 pub fn cartesian_prod<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -4158,70 +4201,70 @@ pub fn cartesian_prod<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> 
 }
 
 /// `combinations`; overloads:
-/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3273)
+/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3281)
 #[inline]
 pub fn combinations<'a>(self_: &'a Tensor) -> builders::Combinations<'a> {
     builders::Combinations { self_, r_: None, with_replacement: None }
 }
 
 /// `diff`; overloads:
-/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3277)
+/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3285)
 #[inline]
 pub fn diff<'a>(self_: &'a Tensor) -> builders::Diff<'a> {
     builders::Diff { self_, n: None, dim: None, prepend: None, append: None }
 }
 
 /// `trapezoid`; overloads:
-/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3281)
+/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3289)
 #[inline]
 pub fn trapezoid<'a>(y: &'a Tensor, x: &'a Tensor) -> builders::Trapezoid<'a> {
     builders::Trapezoid { y, x, dim: None }
 }
 
 /// `trapezoid`; overloads:
-/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3285)
+/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3293)
 #[inline]
 pub fn trapezoid_dx<'a>(y: &'a Tensor) -> builders::TrapezoidDx<'a> {
     builders::TrapezoidDx { y, dx: None, dim: None }
 }
 
 /// `trapz`; overloads:
-/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3289)
+/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3297)
 #[inline]
 pub fn trapz<'a>(y: &'a Tensor, x: &'a Tensor) -> builders::Trapz<'a> {
     builders::Trapz { y, x, dim: None }
 }
 
 /// `trapz`; overloads:
-/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3293)
+/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3301)
 #[inline]
 pub fn trapz_dx<'a>(y: &'a Tensor) -> builders::TrapzDx<'a> {
     builders::TrapzDx { y, dx: None, dim: None }
 }
 
 /// `cumulative_trapezoid`; overloads:
-/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3297)
+/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3305)
 #[inline]
 pub fn cumulative_trapezoid<'a>(y: &'a Tensor, x: &'a Tensor) -> builders::CumulativeTrapezoid<'a> {
     builders::CumulativeTrapezoid { y, x, dim: None }
 }
 
 /// `cumulative_trapezoid`; overloads:
-/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3301)
+/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3309)
 #[inline]
 pub fn cumulative_trapezoid_dx<'a>(y: &'a Tensor) -> builders::CumulativeTrapezoidDx<'a> {
     builders::CumulativeTrapezoidDx { y, dx: None, dim: None }
 }
 
 /// `tensor_split`; overloads:
-/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3305)
+/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3313)
 #[inline]
 pub fn tensor_split<'a>(self_: &'a Tensor, sections: i64) -> builders::TensorSplit<'a> {
     builders::TensorSplit { self_, sections, dim: None }
 }
 
 /// `tensor_split`; overloads:
-/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3309)
+/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3317)
 #[inline]
 pub fn tensor_split_indices<'a>(
     self_: &'a Tensor,
@@ -4231,7 +4274,7 @@ pub fn tensor_split_indices<'a>(
 }
 
 /// `tensor_split`; overloads:
-/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3313)
+/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3321)
 #[inline]
 pub fn tensor_split_tensor_indices_or_sections<'a>(
     self_: &'a Tensor,
@@ -4241,28 +4284,28 @@ pub fn tensor_split_tensor_indices_or_sections<'a>(
 }
 
 /// `hsplit`; overloads:
-/// - `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3317)
+/// - `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3325)
 #[inline]
 pub fn hsplit<'a>(self_: &'a Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_int::call(self_, sections)
 }
 
 /// `vsplit`; overloads:
-/// - `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3321)
+/// - `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3329)
 #[inline]
 pub fn vsplit<'a>(self_: &'a Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_int::call(self_, sections)
 }
 
 /// `dsplit`; overloads:
-/// - `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3325)
+/// - `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3333)
 #[inline]
 pub fn dsplit<'a>(self_: &'a Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_int::call(self_, sections)
 }
 
 /// `hsplit`; overloads:
-/// - `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3329)
+/// - `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3337)
 #[inline]
 pub fn hsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> Result<Vec<Tensor>> {
     let indices: IntList<'a> = indices.into();
@@ -4271,7 +4314,7 @@ pub fn hsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> R
 }
 
 /// `vsplit`; overloads:
-/// - `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3333)
+/// - `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3341)
 #[inline]
 pub fn vsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> Result<Vec<Tensor>> {
     let indices: IntList<'a> = indices.into();
@@ -4280,7 +4323,7 @@ pub fn vsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> R
 }
 
 /// `dsplit`; overloads:
-/// - `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3337)
+/// - `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3345)
 #[inline]
 pub fn dsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> Result<Vec<Tensor>> {
     let indices: IntList<'a> = indices.into();
@@ -4289,45 +4332,45 @@ pub fn dsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> R
 }
 
 /// `unsafe_split`; overloads:
-/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3341)
+/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3349)
 #[inline]
 pub fn unsafe_split<'a>(self_: &'a Tensor, split_size: i64) -> builders::UnsafeSplit<'a> {
     builders::UnsafeSplit { self_, split_size, dim: None }
 }
 
 /// `unsafe_chunk`; overloads:
-/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3345)
+/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3353)
 #[inline]
 pub fn unsafe_chunk<'a>(self_: &'a Tensor, chunks: i64) -> builders::UnsafeChunk<'a> {
     builders::UnsafeChunk { self_, chunks, dim: None }
 }
 
 /// `take_along_dim`; overloads:
-/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3349)
+/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3357)
 #[inline]
 pub fn take_along_dim<'a>(self_: &'a Tensor, indices: &'a Tensor) -> builders::TakeAlongDim<'a> {
     builders::TakeAlongDim { self_, indices, dim: None }
 }
 
 /// `argwhere`; overloads:
-/// - `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3353)
+/// - `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3361)
 #[inline]
 pub fn argwhere<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::argwhere::call(self_)
 }
 
 /// `narrow`; overloads:
-/// - `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3357)
+/// - `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3365)
 #[inline]
 pub fn narrow_tensor<'a>(self_: &'a Tensor, dim: i64, start: &'a Tensor, length: i64) -> Result<Tensor> {
     crate::handles::narrow_tensor::call(self_, dim, start, length)
 }
 
 /// `logspace`; overloads:
-/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3370)
-/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4029)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4173)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4177)
+/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3378)
+/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4037)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4181)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4185)
 #[inline]
 pub fn logspace<'a>(
     start: impl Into<TensorOrScalar<'a>>,
@@ -4347,266 +4390,266 @@ pub fn logspace<'a>(
 }
 
 /// `lgamma`; overloads:
-/// - `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3376)
+/// - `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3384)
 #[inline]
 pub fn lgamma<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::lgamma::call(self_)
 }
 
 /// `digamma`; overloads:
-/// - `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3380)
+/// - `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3388)
 #[inline]
 pub fn digamma<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::digamma::call(self_)
 }
 
 /// `i0`; overloads:
-/// - `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3384)
+/// - `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3392)
 #[inline]
 pub fn i0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::i0::call(self_)
 }
 
 /// `special_i0e`; overloads:
-/// - `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3388)
+/// - `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3396)
 #[inline]
 pub fn special_i0e<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_i0e::call(self_)
 }
 
 /// `special_i1`; overloads:
-/// - `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3392)
+/// - `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3400)
 #[inline]
 pub fn special_i1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_i1::call(self_)
 }
 
 /// `special_i1e`; overloads:
-/// - `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3396)
+/// - `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3404)
 #[inline]
 pub fn special_i1e<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_i1e::call(self_)
 }
 
 /// `special_erfcx`; overloads:
-/// - `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3400)
+/// - `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3408)
 #[inline]
 pub fn special_erfcx<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_erfcx::call(self_)
 }
 
 /// `special_ndtr`; overloads:
-/// - `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3404)
+/// - `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3412)
 #[inline]
 pub fn special_ndtr<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_ndtr::call(self_)
 }
 
 /// `special_ndtri`; overloads:
-/// - `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3408)
+/// - `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3416)
 #[inline]
 pub fn special_ndtri<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_ndtri::call(self_)
 }
 
 /// `special_log_ndtr`; overloads:
-/// - `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3412)
+/// - `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3420)
 #[inline]
 pub fn special_log_ndtr<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_log_ndtr::call(self_)
 }
 
 /// `special_entr`; overloads:
-/// - `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3416)
+/// - `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3424)
 #[inline]
 pub fn special_entr<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_entr::call(self_)
 }
 
 /// `special_bessel_j0`; overloads:
-/// - `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3420)
+/// - `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3428)
 #[inline]
 pub fn special_bessel_j0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j0::call(self_)
 }
 
 /// `special_bessel_j1`; overloads:
-/// - `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3424)
+/// - `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3432)
 #[inline]
 pub fn special_bessel_j1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j1::call(self_)
 }
 
 /// `special_bessel_y0`; overloads:
-/// - `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3428)
+/// - `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3436)
 #[inline]
 pub fn special_bessel_y0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y0::call(self_)
 }
 
 /// `special_bessel_y1`; overloads:
-/// - `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3432)
+/// - `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3440)
 #[inline]
 pub fn special_bessel_y1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y1::call(self_)
 }
 
 /// `special_modified_bessel_i0`; overloads:
-/// - `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3436)
+/// - `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3444)
 #[inline]
 pub fn special_modified_bessel_i0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i0::call(self_)
 }
 
 /// `special_modified_bessel_i1`; overloads:
-/// - `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3440)
+/// - `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3448)
 #[inline]
 pub fn special_modified_bessel_i1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i1::call(self_)
 }
 
 /// `special_modified_bessel_k0`; overloads:
-/// - `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3444)
+/// - `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3452)
 #[inline]
 pub fn special_modified_bessel_k0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k0::call(self_)
 }
 
 /// `special_modified_bessel_k1`; overloads:
-/// - `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3448)
+/// - `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3456)
 #[inline]
 pub fn special_modified_bessel_k1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k1::call(self_)
 }
 
 /// `special_scaled_modified_bessel_k0`; overloads:
-/// - `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3452)
+/// - `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3460)
 #[inline]
 pub fn special_scaled_modified_bessel_k0<'a>(x: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k0::call(x)
 }
 
 /// `special_scaled_modified_bessel_k1`; overloads:
-/// - `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3456)
+/// - `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3464)
 #[inline]
 pub fn special_scaled_modified_bessel_k1<'a>(x: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k1::call(x)
 }
 
 /// `special_spherical_bessel_j0`; overloads:
-/// - `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3460)
+/// - `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3468)
 #[inline]
 pub fn special_spherical_bessel_j0<'a>(x: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_spherical_bessel_j0::call(x)
 }
 
 /// `polygamma`; overloads:
-/// - `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3464)
+/// - `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3472)
 #[inline]
 pub fn polygamma<'a>(n: i64, self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::polygamma::call(n, self_)
 }
 
 /// `special_zeta`; overloads:
-/// - `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3468)
+/// - `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3476)
 #[inline]
 pub fn special_zeta<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_zeta::call(self_, other)
 }
 
 /// `special_chebyshev_polynomial_t`; overloads:
-/// - `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3472)
+/// - `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3480)
 #[inline]
 pub fn special_chebyshev_polynomial_t<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_t::call(x, n)
 }
 
 /// `special_chebyshev_polynomial_u`; overloads:
-/// - `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3476)
+/// - `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3484)
 #[inline]
 pub fn special_chebyshev_polynomial_u<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_u::call(x, n)
 }
 
 /// `special_chebyshev_polynomial_v`; overloads:
-/// - `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3480)
+/// - `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3488)
 #[inline]
 pub fn special_chebyshev_polynomial_v<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_v::call(x, n)
 }
 
 /// `special_chebyshev_polynomial_w`; overloads:
-/// - `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3484)
+/// - `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3492)
 #[inline]
 pub fn special_chebyshev_polynomial_w<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_w::call(x, n)
 }
 
 /// `special_shifted_chebyshev_polynomial_t`; overloads:
-/// - `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3488)
+/// - `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3496)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_t<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_t::call(x, n)
 }
 
 /// `special_shifted_chebyshev_polynomial_u`; overloads:
-/// - `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3492)
+/// - `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3500)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_u<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_u::call(x, n)
 }
 
 /// `special_shifted_chebyshev_polynomial_v`; overloads:
-/// - `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3496)
+/// - `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3504)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_v<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_v::call(x, n)
 }
 
 /// `special_shifted_chebyshev_polynomial_w`; overloads:
-/// - `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3500)
+/// - `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3508)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_w<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_w::call(x, n)
 }
 
 /// `special_hermite_polynomial_h`; overloads:
-/// - `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3504)
+/// - `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3512)
 #[inline]
 pub fn special_hermite_polynomial_h<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_h::call(x, n)
 }
 
 /// `special_hermite_polynomial_he`; overloads:
-/// - `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3508)
+/// - `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3516)
 #[inline]
 pub fn special_hermite_polynomial_he<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_he::call(x, n)
 }
 
 /// `special_laguerre_polynomial_l`; overloads:
-/// - `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3512)
+/// - `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3520)
 #[inline]
 pub fn special_laguerre_polynomial_l<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_laguerre_polynomial_l::call(x, n)
 }
 
 /// `special_legendre_polynomial_p`; overloads:
-/// - `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3516)
+/// - `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3524)
 #[inline]
 pub fn special_legendre_polynomial_p<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_legendre_polynomial_p::call(x, n)
 }
 
 /// `mvlgamma`; overloads:
-/// - `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3520)
+/// - `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3528)
 #[inline]
 pub fn mvlgamma<'a>(self_: &'a Tensor, p: i64) -> Result<Tensor> {
     crate::handles::mvlgamma::call(self_, p)
 }
 
 /// `_convolution`; overloads:
-/// - `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3526)
+/// - `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3534)
 #[inline]
 pub fn _convolution<'a>(
     input: &'a Tensor,
@@ -4649,7 +4692,7 @@ pub fn _convolution<'a>(
 }
 
 /// `_convolution_mode`; overloads:
-/// - `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3530)
+/// - `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3538)
 #[inline]
 pub fn _convolution_mode<'a>(
     input: &'a Tensor,
@@ -4668,7 +4711,7 @@ pub fn _convolution_mode<'a>(
 }
 
 /// `upsample_linear1d`; overloads:
-/// - `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3534)
+/// - `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3542)
 #[inline]
 pub fn upsample_linear1d_vec<'a>(
     input: &'a Tensor,
@@ -4680,7 +4723,7 @@ pub fn upsample_linear1d_vec<'a>(
 }
 
 /// `upsample_linear1d`; overloads:
-/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3538)
+/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3546)
 #[inline]
 pub fn upsample_linear1d<'a>(
     self_: &'a Tensor,
@@ -4691,77 +4734,77 @@ pub fn upsample_linear1d<'a>(
 }
 
 /// `angle`; overloads:
-/// - `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3546)
+/// - `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3554)
 #[inline]
 pub fn angle<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::angle::call(self_)
 }
 
 /// `isin`; overloads:
-/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3550)
+/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3558)
 #[inline]
 pub fn isin<'a>(elements: &'a Tensor, test_elements: &'a Tensor) -> builders::Isin<'a> {
     builders::Isin { elements, test_elements, assume_unique: None, invert: None }
 }
 
 /// `bucketize`; overloads:
-/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3554)
+/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3562)
 #[inline]
 pub fn bucketize<'a>(self_: &'a Tensor, boundaries: &'a Tensor) -> builders::Bucketize<'a> {
     builders::Bucketize { self_, boundaries, out_int32: None, right: None }
 }
 
 /// `searchsorted`; overloads:
-/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3558)
+/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3566)
 #[inline]
 pub fn searchsorted<'a>(sorted_sequence: &'a Tensor, self_: &'a Tensor) -> builders::Searchsorted<'a> {
     builders::Searchsorted { sorted_sequence, self_, out_int32: None, right: None, side: None, sorter: None }
 }
 
 /// `msort`; overloads:
-/// - `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3562)
+/// - `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3570)
 #[inline]
 pub fn msort<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::msort::call(self_)
 }
 
 /// `select_scatter`; overloads:
-/// - `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3574)
+/// - `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3582)
 #[inline]
 pub fn select_scatter<'a>(self_: &'a Tensor, src: &'a Tensor, dim: i64, index: i64) -> Result<Tensor> {
     crate::handles::select_scatter::call(self_, src, dim, index)
 }
 
 /// `diagonal_scatter`; overloads:
-/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3578)
+/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3586)
 #[inline]
 pub fn diagonal_scatter<'a>(self_: &'a Tensor, src: &'a Tensor) -> builders::DiagonalScatter<'a> {
     builders::DiagonalScatter { self_, src, offset: None, dim1: None, dim2: None }
 }
 
 /// `put`; overloads:
-/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3582)
+/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3590)
 #[inline]
 pub fn put<'a>(self_: &'a Tensor, index: &'a Tensor, source: &'a Tensor) -> builders::Put<'a> {
     builders::Put { self_, index, source, accumulate: None }
 }
 
 /// `nonzero_static`; overloads:
-/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3586)
+/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3594)
 #[inline]
 pub fn nonzero_static<'a>(self_: &'a Tensor, size: i64) -> builders::NonzeroStatic<'a> {
     builders::NonzeroStatic { self_, size, fill_value: None }
 }
 
 /// `_safe_softmax`; overloads:
-/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3590)
+/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3598)
 #[inline]
 pub fn _safe_softmax<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSafeSoftmax<'a> {
     builders::PrivateSafeSoftmax { self_, dim, dtype: None }
 }
 
 /// `_softmax_backward_data`; overloads:
-/// - `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3594)
+/// - `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3602)
 #[inline]
 pub fn _softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -4773,35 +4816,35 @@ pub fn _softmax_backward_data<'a>(
 }
 
 /// `native_dropout_backward`; overloads:
-/// - `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3598)
+/// - `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3606)
 #[inline]
 pub fn native_dropout_backward<'a>(grad_output: &'a Tensor, mask: &'a Tensor, scale: f64) -> Result<Tensor> {
     crate::handles::native_dropout_backward::call(grad_output, mask, scale)
 }
 
 /// `bilinear`; overloads:
-/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3602)
+/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3610)
 #[inline]
 pub fn bilinear<'a>(input1: &'a Tensor, input2: &'a Tensor, weight: &'a Tensor) -> builders::Bilinear<'a> {
     builders::Bilinear { input1, input2, weight, bias: None }
 }
 
 /// `cov`; overloads:
-/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3606)
+/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3614)
 #[inline]
 pub fn cov<'a>(self_: &'a Tensor) -> builders::Cov<'a> {
     builders::Cov { self_, correction: None, fweights: None, aweights: None }
 }
 
 /// `corrcoef`; overloads:
-/// - `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3610)
+/// - `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3618)
 #[inline]
 pub fn corrcoef<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::corrcoef::call(self_)
 }
 
 /// `renorm`; overloads:
-/// - `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3614)
+/// - `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3622)
 #[inline]
 pub fn renorm<'a>(self_: &'a Tensor, p: impl Into<Scalar>, dim: i64, maxnorm: impl Into<Scalar>) -> Result<Tensor> {
     let p: Scalar = p.into();
@@ -4810,21 +4853,21 @@ pub fn renorm<'a>(self_: &'a Tensor, p: impl Into<Scalar>, dim: i64, maxnorm: im
 }
 
 /// `bincount`; overloads:
-/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3618)
+/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3626)
 #[inline]
 pub fn bincount<'a>(self_: &'a Tensor) -> builders::Bincount<'a> {
     builders::Bincount { self_, weights: None, minlength: None }
 }
 
 /// `histc`; overloads:
-/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3622)
+/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3630)
 #[inline]
 pub fn histc<'a>(self_: &'a Tensor) -> builders::Histc<'a> {
     builders::Histc { self_, bins: None, min: None, max: None }
 }
 
 /// `triu_indices`; overloads:
-/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3626)
+/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3634)
 #[inline]
 pub fn triu_indices<'a>(row: i64, col: i64) -> builders::TriuIndices<'a> {
     builders::TriuIndices {
@@ -4840,7 +4883,7 @@ pub fn triu_indices<'a>(row: i64, col: i64) -> builders::TriuIndices<'a> {
 }
 
 /// `tril_indices`; overloads:
-/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3630)
+/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3638)
 #[inline]
 pub fn tril_indices<'a>(row: i64, col: i64) -> builders::TrilIndices<'a> {
     builders::TrilIndices {
@@ -4856,7 +4899,7 @@ pub fn tril_indices<'a>(row: i64, col: i64) -> builders::TrilIndices<'a> {
 }
 
 /// `_native_batch_norm_legit`; overloads:
-/// - `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3634)
+/// - `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3642)
 #[inline]
 pub fn _native_batch_norm_legit<'a>(
     input: &'a Tensor,
@@ -4881,7 +4924,7 @@ pub fn _native_batch_norm_legit<'a>(
 }
 
 /// `_native_batch_norm_legit_functional`; overloads:
-/// - `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (aten/native_functions.yaml:3638)
+/// - `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (aten/native_functions.yaml:3646)
 #[inline]
 pub fn _native_batch_norm_legit_functional<'a>(
     input: &'a Tensor,
@@ -4906,7 +4949,7 @@ pub fn _native_batch_norm_legit_functional<'a>(
 }
 
 /// `_native_batch_norm_legit`; overloads:
-/// - `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3642)
+/// - `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3650)
 #[inline]
 pub fn _native_batch_norm_legit_no_stats<'a>(
     input: &'a Tensor,
@@ -4920,7 +4963,7 @@ pub fn _native_batch_norm_legit_no_stats<'a>(
 }
 
 /// `_batch_norm_with_update`; overloads:
-/// - `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3646)
+/// - `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3654)
 #[inline]
 pub fn _batch_norm_with_update<'a>(
     input: &'a Tensor,
@@ -4935,35 +4978,35 @@ pub fn _batch_norm_with_update<'a>(
 }
 
 /// `fft_fftshift`; overloads:
-/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3652)
+/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3660)
 #[inline]
 pub fn fft_fftshift<'a>(self_: &'a Tensor) -> builders::FftFftshift<'a> {
     builders::FftFftshift { self_, dim: None }
 }
 
 /// `fft_ifftshift`; overloads:
-/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3656)
+/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3664)
 #[inline]
 pub fn fft_ifftshift<'a>(self_: &'a Tensor) -> builders::FftIfftshift<'a> {
     builders::FftIfftshift { self_, dim: None }
 }
 
 /// `linalg_vecdot`; overloads:
-/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3660)
+/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3668)
 #[inline]
 pub fn linalg_vecdot<'a>(x: &'a Tensor, y: &'a Tensor) -> builders::LinalgVecdot<'a> {
     builders::LinalgVecdot { x, y, dim: None }
 }
 
 /// `linalg_vander`; overloads:
-/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3664)
+/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3672)
 #[inline]
 pub fn linalg_vander<'a>(x: &'a Tensor) -> builders::LinalgVander<'a> {
     builders::LinalgVander { x, n: None }
 }
 
 /// `linalg_multi_dot`; overloads:
-/// - `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3668)
+/// - `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3676)
 #[inline]
 pub fn linalg_multi_dot<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -4971,63 +5014,63 @@ pub fn linalg_multi_dot<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor
 }
 
 /// `linalg_matrix_power`; overloads:
-/// - `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3672)
+/// - `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3680)
 #[inline]
 pub fn linalg_matrix_power<'a>(self_: &'a Tensor, n: i64) -> Result<Tensor> {
     crate::handles::linalg_matrix_power::call(self_, n)
 }
 
 /// `quantile`; overloads:
-/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3676)
+/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3684)
 #[inline]
 pub fn quantile<'a>(self_: &'a Tensor, q: &'a Tensor) -> builders::Quantile<'a> {
     builders::Quantile { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `quantile`; overloads:
-/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3680)
+/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3688)
 #[inline]
 pub fn quantile_scalar<'a>(self_: &'a Tensor, q: f64) -> builders::QuantileScalar<'a> {
     builders::QuantileScalar { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `nanquantile`; overloads:
-/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3684)
+/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3692)
 #[inline]
 pub fn nanquantile<'a>(self_: &'a Tensor, q: &'a Tensor) -> builders::Nanquantile<'a> {
     builders::Nanquantile { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `nanquantile`; overloads:
-/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3688)
+/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3696)
 #[inline]
 pub fn nanquantile_scalar<'a>(self_: &'a Tensor, q: f64) -> builders::NanquantileScalar<'a> {
     builders::NanquantileScalar { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `nanmedian`; overloads:
-/// - `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3692)
+/// - `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3700)
 #[inline]
 pub fn nanmedian<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::nanmedian::call(self_)
 }
 
 /// `nanmedian`; overloads:
-/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3696)
+/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3704)
 #[inline]
 pub fn nanmedian_dim<'a>(self_: &'a Tensor, dim: i64) -> builders::NanmedianDim<'a> {
     builders::NanmedianDim { self_, dim, keepdim: None }
 }
 
 /// `mode`; overloads:
-/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3700)
+/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3708)
 #[inline]
 pub fn mode<'a>(self_: &'a Tensor) -> builders::Mode<'a> {
     builders::Mode { self_, dim: None, keepdim: None }
 }
 
 /// `scatter_reduce`; overloads:
-/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3704)
+/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3712)
 #[inline]
 pub fn scatter_reduce_two<'a>(
     self_: &'a Tensor,
@@ -5040,7 +5083,7 @@ pub fn scatter_reduce_two<'a>(
 }
 
 /// `index_reduce`; overloads:
-/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3708)
+/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3716)
 #[inline]
 pub fn index_reduce<'a>(
     self_: &'a Tensor,
@@ -5053,7 +5096,7 @@ pub fn index_reduce<'a>(
 }
 
 /// `max_unpool2d`; overloads:
-/// - `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3714)
+/// - `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3722)
 #[inline]
 pub fn max_unpool2d<'a>(self_: &'a Tensor, indices: &'a Tensor, output_size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let output_size: IntList<'a> = output_size.into();
@@ -5062,7 +5105,7 @@ pub fn max_unpool2d<'a>(self_: &'a Tensor, indices: &'a Tensor, output_size: imp
 }
 
 /// `max_unpool3d`; overloads:
-/// - `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3718)
+/// - `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3726)
 #[inline]
 pub fn max_unpool3d<'a>(
     self_: &'a Tensor,
@@ -5081,7 +5124,7 @@ pub fn max_unpool3d<'a>(
 }
 
 /// `upsample_nearest1d`; overloads:
-/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3722)
+/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3730)
 #[inline]
 pub fn upsample_nearest1d<'a>(
     self_: &'a Tensor,
@@ -5091,35 +5134,35 @@ pub fn upsample_nearest1d<'a>(
 }
 
 /// `gcd`; overloads:
-/// - `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3726)
+/// - `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3734)
 #[inline]
 pub fn gcd<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::gcd::call(self_, other)
 }
 
 /// `lcm`; overloads:
-/// - `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3730)
+/// - `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3738)
 #[inline]
 pub fn lcm<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::lcm::call(self_, other)
 }
 
 /// `linalg_lu_factor_ex`; overloads:
-/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3737)
+/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3745)
 #[inline]
 pub fn linalg_lu_factor_ex<'a>(a_: &'a Tensor) -> builders::LinalgLuFactorEx<'a> {
     builders::LinalgLuFactorEx { a_, pivot: None, check_errors: None }
 }
 
 /// `linalg_lu_solve`; overloads:
-/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3741)
+/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3749)
 #[inline]
 pub fn linalg_lu_solve<'a>(lu: &'a Tensor, pivots: &'a Tensor, b: &'a Tensor) -> builders::LinalgLuSolve<'a> {
     builders::LinalgLuSolve { lu, pivots, b, left: None, adjoint: None }
 }
 
 /// `linalg_solve_triangular`; overloads:
-/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3745)
+/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3753)
 #[inline]
 pub fn linalg_solve_triangular<'a>(
     self_: &'a Tensor,
@@ -5130,266 +5173,266 @@ pub fn linalg_solve_triangular<'a>(
 }
 
 /// `linalg_cholesky_ex`; overloads:
-/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3749)
+/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3757)
 #[inline]
 pub fn linalg_cholesky_ex<'a>(self_: &'a Tensor) -> builders::LinalgCholeskyEx<'a> {
     builders::LinalgCholeskyEx { self_, upper: None, check_errors: None }
 }
 
 /// `geqrf`; overloads:
-/// - `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3753)
+/// - `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3761)
 #[inline]
 pub fn geqrf<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::geqrf::call(self_)
 }
 
 /// `linalg_qr`; overloads:
-/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3757)
+/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3765)
 #[inline]
 pub fn linalg_qr<'a>(a_: &'a Tensor) -> builders::LinalgQr<'a> {
     builders::LinalgQr { a_, mode: None }
 }
 
 /// `linalg_eigh`; overloads:
-/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3761)
+/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3769)
 #[inline]
 pub fn linalg_eigh<'a>(self_: &'a Tensor) -> builders::LinalgEigh<'a> {
     builders::LinalgEigh { self_, uplo: None }
 }
 
 /// `_linalg_svd`; overloads:
-/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3765)
+/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3773)
 #[inline]
 pub fn _linalg_svd<'a>(a_: &'a Tensor) -> builders::PrivateLinalgSvd<'a> {
     builders::PrivateLinalgSvd { a_, full_matrices: None, compute_uv: None, driver: None }
 }
 
 /// `linalg_lu_factor`; overloads:
-/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3769)
+/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3777)
 #[inline]
 pub fn linalg_lu_factor<'a>(a_: &'a Tensor) -> builders::LinalgLuFactor<'a> {
     builders::LinalgLuFactor { a_, pivot: None }
 }
 
 /// `_lu_with_info`; overloads:
-/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3773)
+/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3781)
 #[inline]
 pub fn _lu_with_info<'a>(self_: &'a Tensor) -> builders::PrivateLuWithInfo<'a> {
     builders::PrivateLuWithInfo { self_, pivot: None, check_errors: None }
 }
 
 /// `linalg_lu`; overloads:
-/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3777)
+/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3785)
 #[inline]
 pub fn linalg_lu<'a>(a_: &'a Tensor) -> builders::LinalgLu<'a> {
     builders::LinalgLu { a_, pivot: None }
 }
 
 /// `lu_unpack`; overloads:
-/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3781)
+/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3789)
 #[inline]
 pub fn lu_unpack<'a>(lu_data: &'a Tensor, lu_pivots: &'a Tensor) -> builders::LuUnpack<'a> {
     builders::LuUnpack { lu_data, lu_pivots, unpack_data: None, unpack_pivots: None }
 }
 
 /// `lu_solve`; overloads:
-/// - `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3785)
+/// - `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3793)
 #[inline]
 pub fn lu_solve<'a>(self_: &'a Tensor, lu_data: &'a Tensor, lu_pivots: &'a Tensor) -> Result<Tensor> {
     crate::handles::lu_solve::call(self_, lu_data, lu_pivots)
 }
 
 /// `linalg_solve_ex`; overloads:
-/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3789)
+/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3797)
 #[inline]
 pub fn linalg_solve_ex<'a>(a_: &'a Tensor, b: &'a Tensor) -> builders::LinalgSolveEx<'a> {
     builders::LinalgSolveEx { a_, b, left: None, check_errors: None }
 }
 
 /// `linalg_solve`; overloads:
-/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3793)
+/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3801)
 #[inline]
 pub fn linalg_solve<'a>(a_: &'a Tensor, b: &'a Tensor) -> builders::LinalgSolve<'a> {
     builders::LinalgSolve { a_, b, left: None }
 }
 
 /// `linalg_inv_ex`; overloads:
-/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3797)
+/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3805)
 #[inline]
 pub fn linalg_inv_ex<'a>(a_: &'a Tensor) -> builders::LinalgInvEx<'a> {
     builders::LinalgInvEx { a_, check_errors: None }
 }
 
 /// `linalg_inv`; overloads:
-/// - `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3801)
+/// - `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3809)
 #[inline]
 pub fn linalg_inv<'a>(a_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_inv::call(a_)
 }
 
 /// `inverse`; overloads:
-/// - `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3805)
+/// - `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3813)
 #[inline]
 pub fn inverse<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::inverse::call(self_)
 }
 
 /// `linalg_det`; overloads:
-/// - `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3809)
+/// - `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3817)
 #[inline]
 pub fn linalg_det<'a>(a_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_det::call(a_)
 }
 
 /// `det`; overloads:
-/// - `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3813)
+/// - `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3821)
 #[inline]
 pub fn det<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::det::call(self_)
 }
 
 /// `linalg_slogdet`; overloads:
-/// - `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3817)
+/// - `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3825)
 #[inline]
 pub fn linalg_slogdet<'a>(a_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_slogdet::call(a_)
 }
 
 /// `slogdet`; overloads:
-/// - `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3821)
+/// - `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3829)
 #[inline]
 pub fn slogdet<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::slogdet::call(self_)
 }
 
 /// `logdet`; overloads:
-/// - `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3825)
+/// - `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3833)
 #[inline]
 pub fn logdet<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::logdet::call(self_)
 }
 
 /// `linalg_cholesky`; overloads:
-/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3829)
+/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3837)
 #[inline]
 pub fn linalg_cholesky<'a>(self_: &'a Tensor) -> builders::LinalgCholesky<'a> {
     builders::LinalgCholesky { self_, upper: None }
 }
 
 /// `cholesky_solve`; overloads:
-/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3833)
+/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3841)
 #[inline]
 pub fn cholesky_solve<'a>(self_: &'a Tensor, input2: &'a Tensor) -> builders::CholeskySolve<'a> {
     builders::CholeskySolve { self_, input2, upper: None }
 }
 
 /// `cholesky_inverse`; overloads:
-/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3837)
+/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3845)
 #[inline]
 pub fn cholesky_inverse<'a>(self_: &'a Tensor) -> builders::CholeskyInverse<'a> {
     builders::CholeskyInverse { self_, upper: None }
 }
 
 /// `triangular_solve`; overloads:
-/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3841)
+/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3849)
 #[inline]
 pub fn triangular_solve<'a>(self_: &'a Tensor, a_: &'a Tensor) -> builders::TriangularSolve<'a> {
     builders::TriangularSolve { self_, a_, upper: None, transpose: None, unitriangular: None }
 }
 
 /// `linalg_householder_product`; overloads:
-/// - `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3845)
+/// - `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3853)
 #[inline]
 pub fn linalg_householder_product<'a>(input: &'a Tensor, tau: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_householder_product::call(input, tau)
 }
 
 /// `orgqr`; overloads:
-/// - `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3849)
+/// - `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3857)
 #[inline]
 pub fn orgqr<'a>(self_: &'a Tensor, input2: &'a Tensor) -> Result<Tensor> {
     crate::handles::orgqr::call(self_, input2)
 }
 
 /// `ormqr`; overloads:
-/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3853)
+/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3861)
 #[inline]
 pub fn ormqr<'a>(self_: &'a Tensor, input2: &'a Tensor, input3: &'a Tensor) -> builders::Ormqr<'a> {
     builders::Ormqr { self_, input2, input3, left: None, transpose: None }
 }
 
 /// `linalg_svd`; overloads:
-/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3857)
+/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3865)
 #[inline]
 pub fn linalg_svd<'a>(a_: &'a Tensor) -> builders::LinalgSvd<'a> {
     builders::LinalgSvd { a_, full_matrices: None, driver: None }
 }
 
 /// `svd`; overloads:
-/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3861)
+/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3869)
 #[inline]
 pub fn svd<'a>(self_: &'a Tensor) -> builders::Svd<'a> {
     builders::Svd { self_, some: None, compute_uv: None }
 }
 
 /// `linalg_svdvals`; overloads:
-/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3865)
+/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3873)
 #[inline]
 pub fn linalg_svdvals<'a>(a_: &'a Tensor) -> builders::LinalgSvdvals<'a> {
     builders::LinalgSvdvals { a_, driver: None }
 }
 
 /// `linalg_eigvalsh`; overloads:
-/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3869)
+/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3877)
 #[inline]
 pub fn linalg_eigvalsh<'a>(self_: &'a Tensor) -> builders::LinalgEigvalsh<'a> {
     builders::LinalgEigvalsh { self_, uplo: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3873)
+/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3881)
 #[inline]
 pub fn linalg_pinv<'a>(self_: &'a Tensor, rcond: f64) -> builders::LinalgPinv<'a> {
     builders::LinalgPinv { self_, rcond, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3877)
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3885)
 #[inline]
 pub fn linalg_pinv_atol_rtol_float<'a>(self_: &'a Tensor) -> builders::LinalgPinvAtolRtolFloat<'a> {
     builders::LinalgPinvAtolRtolFloat { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3881)
+/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3889)
 #[inline]
 pub fn linalg_pinv_atol_rtol_tensor<'a>(self_: &'a Tensor) -> builders::LinalgPinvAtolRtolTensor<'a> {
     builders::LinalgPinvAtolRtolTensor { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3885)
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3893)
 #[inline]
 pub fn linalg_pinv_rcond_tensor<'a>(self_: &'a Tensor, rcond: &'a Tensor) -> builders::LinalgPinvRcondTensor<'a> {
     builders::LinalgPinvRcondTensor { self_, rcond, hermitian: None }
 }
 
 /// `pinverse`; overloads:
-/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3889)
+/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3897)
 #[inline]
 pub fn pinverse<'a>(self_: &'a Tensor) -> builders::Pinverse<'a> {
     builders::Pinverse { self_, rcond: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3893)
+/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
 #[inline]
 pub fn linalg_matrix_rank<'a>(self_: &'a Tensor, tol: f64) -> builders::LinalgMatrixRank<'a> {
     builders::LinalgMatrixRank { self_, tol, hermitian: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3897)
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3905)
 #[inline]
 pub fn linalg_matrix_rank_tol_tensor<'a>(
     input: &'a Tensor,
@@ -5399,98 +5442,98 @@ pub fn linalg_matrix_rank_tol_tensor<'a>(
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3909)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_tensor<'a>(input: &'a Tensor) -> builders::LinalgMatrixRankAtolRtolTensor<'a> {
     builders::LinalgMatrixRankAtolRtolTensor { input, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3905)
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3913)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_float<'a>(self_: &'a Tensor) -> builders::LinalgMatrixRankAtolRtolFloat<'a> {
     builders::LinalgMatrixRankAtolRtolFloat { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_matrix_norm`; overloads:
-/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3909)
+/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3917)
 #[inline]
 pub fn linalg_matrix_norm<'a>(self_: &'a Tensor, ord: impl Into<Scalar>) -> builders::LinalgMatrixNorm<'a> {
     builders::LinalgMatrixNorm { self_, ord: ord.into(), dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_matrix_norm`; overloads:
-/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3913)
+/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3921)
 #[inline]
 pub fn linalg_matrix_norm_str_ord<'a>(self_: &'a Tensor) -> builders::LinalgMatrixNormStrOrd<'a> {
     builders::LinalgMatrixNormStrOrd { self_, ord: None, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_norm`; overloads:
-/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3917)
+/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3925)
 #[inline]
 pub fn linalg_norm<'a>(self_: &'a Tensor) -> builders::LinalgNorm<'a> {
     builders::LinalgNorm { self_, ord: None, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_norm`; overloads:
-/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3921)
+/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3929)
 #[inline]
 pub fn linalg_norm_ord_str<'a>(self_: &'a Tensor, ord: &'a str) -> builders::LinalgNormOrdStr<'a> {
     builders::LinalgNormOrdStr { self_, ord, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_cond`; overloads:
-/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3925)
+/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3933)
 #[inline]
 pub fn linalg_cond<'a>(self_: &'a Tensor) -> builders::LinalgCond<'a> {
     builders::LinalgCond { self_, p: None }
 }
 
 /// `linalg_cond`; overloads:
-/// - `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3929)
+/// - `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3937)
 #[inline]
 pub fn linalg_cond_p_str<'a>(self_: &'a Tensor, p: &'a str) -> Result<Tensor> {
     crate::handles::linalg_cond_p_str::call(self_, p)
 }
 
 /// `linalg_tensorinv`; overloads:
-/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3933)
+/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3941)
 #[inline]
 pub fn linalg_tensorinv<'a>(self_: &'a Tensor) -> builders::LinalgTensorinv<'a> {
     builders::LinalgTensorinv { self_, ind: None }
 }
 
 /// `linalg_tensorsolve`; overloads:
-/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3937)
+/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3945)
 #[inline]
 pub fn linalg_tensorsolve<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::LinalgTensorsolve<'a> {
     builders::LinalgTensorsolve { self_, other, dims: None }
 }
 
 /// `linalg_matrix_exp`; overloads:
-/// - `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3941)
+/// - `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3949)
 #[inline]
 pub fn linalg_matrix_exp<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_exp::call(self_)
 }
 
 /// `matrix_exp`; overloads:
-/// - `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3945)
+/// - `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3953)
 #[inline]
 pub fn matrix_exp<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::matrix_exp::call(self_)
 }
 
 /// `linalg_lstsq`; overloads:
-/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3949)
+/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3957)
 #[inline]
 pub fn linalg_lstsq<'a>(self_: &'a Tensor, b: &'a Tensor) -> builders::LinalgLstsq<'a> {
     builders::LinalgLstsq { self_, b, rcond: None, driver: None }
 }
 
 /// `randint_like`; overloads:
-/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3970)
+/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3978)
 #[inline]
 pub fn randint_like<'a>(self_: &'a Tensor, high: i64) -> builders::RandintLike<'a> {
     builders::RandintLike {
@@ -5505,7 +5548,7 @@ pub fn randint_like<'a>(self_: &'a Tensor, high: i64) -> builders::RandintLike<'
 }
 
 /// `randint_like`; overloads:
-/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3974)
+/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3982)
 #[inline]
 pub fn randint_like_tensor<'a>(self_: &'a Tensor, high: &'a Tensor) -> builders::RandintLikeTensor<'a> {
     builders::RandintLikeTensor {
@@ -5520,7 +5563,7 @@ pub fn randint_like_tensor<'a>(self_: &'a Tensor, high: &'a Tensor) -> builders:
 }
 
 /// `randint_like`; overloads:
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3978)
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3986)
 #[inline]
 pub fn randint_like_low_dtype<'a>(self_: &'a Tensor, low: i64, high: i64) -> builders::RandintLikeLowDtype<'a> {
     builders::RandintLikeLowDtype {
@@ -5536,63 +5579,63 @@ pub fn randint_like_low_dtype<'a>(self_: &'a Tensor, low: i64, high: i64) -> bui
 }
 
 /// `rrelu`; overloads:
-/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3982)
+/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3990)
 #[inline]
 pub fn rrelu<'a>(self_: &'a Tensor) -> builders::Rrelu<'a> {
     builders::Rrelu { self_, lower: None, upper: None, training: None, generator: None }
 }
 
 /// `nextafter`; overloads:
-/// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3988)
+/// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3996)
 #[inline]
 pub fn nextafter<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::nextafter::call(self_, other)
 }
 
 /// `frexp`; overloads:
-/// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3993)
+/// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:4001)
 #[inline]
 pub fn frexp<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::frexp_tensor::call(self_)
 }
 
 /// `igamma`; overloads:
-/// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3998)
+/// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4006)
 #[inline]
 pub fn igamma<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::igamma::call(self_, other)
 }
 
 /// `igammac`; overloads:
-/// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4003)
+/// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4011)
 #[inline]
 pub fn igammac<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::igammac::call(self_, other)
 }
 
 /// `item`; overloads:
-/// - `item(Tensor self) -> Scalar` (aten/native_functions.yaml:4010)
+/// - `item(Tensor self) -> Scalar` (aten/native_functions.yaml:4018)
 #[inline]
 pub fn item<'a>(self_: &'a Tensor) -> Result<Scalar> {
     crate::handles::item::call(self_)
 }
 
 /// `equal`; overloads:
-/// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4015)
+/// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4023)
 #[inline]
 pub fn equal<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<bool> {
     crate::handles::equal::call(self_, other)
 }
 
 /// `allclose`; overloads:
-/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4020)
+/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4028)
 #[inline]
 pub fn allclose<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Allclose<'a> {
     builders::Allclose { self_, other, rtol: None, atol: None, equal_nan: None }
 }
 
 /// `rnn_tanh`; overloads:
-/// - `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4033)
+/// - `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4041)
 #[inline]
 pub fn rnn_tanh<'a>(
     input: &'a Tensor,
@@ -5620,7 +5663,7 @@ pub fn rnn_tanh<'a>(
 }
 
 /// `rnn_relu`; overloads:
-/// - `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4037)
+/// - `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4045)
 #[inline]
 pub fn rnn_relu<'a>(
     input: &'a Tensor,
@@ -5648,7 +5691,7 @@ pub fn rnn_relu<'a>(
 }
 
 /// `gru`; overloads:
-/// - `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4041)
+/// - `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4049)
 #[inline]
 pub fn gru<'a>(
     input: &'a Tensor,
@@ -5676,7 +5719,7 @@ pub fn gru<'a>(
 }
 
 /// `lstm`; overloads:
-/// - `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4045)
+/// - `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4053)
 #[inline]
 pub fn lstm<'a>(
     input: &'a Tensor,
@@ -5705,7 +5748,7 @@ pub fn lstm<'a>(
 }
 
 /// `rnn_tanh_cell`; overloads:
-/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4049)
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4057)
 #[inline]
 pub fn rnn_tanh_cell<'a>(
     input: &'a Tensor,
@@ -5717,7 +5760,7 @@ pub fn rnn_tanh_cell<'a>(
 }
 
 /// `rnn_relu_cell`; overloads:
-/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4053)
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4061)
 #[inline]
 pub fn rnn_relu_cell<'a>(
     input: &'a Tensor,
@@ -5729,14 +5772,14 @@ pub fn rnn_relu_cell<'a>(
 }
 
 /// `gru_cell`; overloads:
-/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4057)
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4065)
 #[inline]
 pub fn gru_cell<'a>(input: &'a Tensor, hx: &'a Tensor, w_ih: &'a Tensor, w_hh: &'a Tensor) -> builders::GruCell<'a> {
     builders::GruCell { input, hx, w_ih, w_hh, b_ih: None, b_hh: None }
 }
 
 /// `lstm_cell`; overloads:
-/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4061)
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4069)
 #[inline]
 pub fn lstm_cell<'a>(
     input: &'a Tensor,
@@ -5748,7 +5791,7 @@ pub fn lstm_cell<'a>(
 }
 
 /// `_chunk_cat`; overloads:
-/// - `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4065)
+/// - `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4073)
 #[inline]
 pub fn _chunk_cat<'a>(tensors: impl Into<TensorList<'a>>, dim: i64, num_chunks: i64) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -5756,7 +5799,7 @@ pub fn _chunk_cat<'a>(tensors: impl Into<TensorList<'a>>, dim: i64, num_chunks: 
 }
 
 /// `as_strided_scatter`; overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4069)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4077)
 #[inline]
 pub fn as_strided_scatter<'a>(
     self_: &'a Tensor,
@@ -5768,14 +5811,14 @@ pub fn as_strided_scatter<'a>(
 }
 
 /// `nonzero_numpy`; overloads:
-/// - `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4073)
+/// - `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4081)
 #[inline]
 pub fn nonzero_numpy<'a>(self_: &'a Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
 /// `_unsafe_masked_index`; overloads:
-/// - `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4077)
+/// - `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4085)
 #[inline]
 pub fn _unsafe_masked_index<'a>(
     self_: &'a Tensor,
@@ -5788,7 +5831,7 @@ pub fn _unsafe_masked_index<'a>(
 }
 
 /// `_unsafe_masked_index_put_accumulate`; overloads:
-/// - `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4081)
+/// - `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4089)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate<'a>(
     self_: &'a Tensor,
@@ -5800,7 +5843,7 @@ pub fn _unsafe_masked_index_put_accumulate<'a>(
 }
 
 /// `im2col`; overloads:
-/// - `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4085)
+/// - `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4093)
 #[inline]
 pub fn im2col<'a>(
     self_: &'a Tensor,
@@ -5821,7 +5864,7 @@ pub fn im2col<'a>(
 }
 
 /// `col2im`; overloads:
-/// - `col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4089)
+/// - `col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4097)
 #[inline]
 pub fn col2im<'a>(
     self_: &'a Tensor,
@@ -5845,42 +5888,42 @@ pub fn col2im<'a>(
 }
 
 /// `linalg_matrix_sqrth`; overloads:
-/// - `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4093)
+/// - `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4101)
 #[inline]
 pub fn linalg_matrix_sqrth<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
 /// `linalg_polar`; overloads:
-/// - `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4097)
+/// - `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4105)
 #[inline]
 pub fn linalg_polar<'a>(a_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
 /// `multi_margin_loss`; overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4101)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4109)
 #[inline]
 pub fn multi_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::MultiMarginLoss<'a> {
     builders::MultiMarginLoss { self_, target, p: None, margin: None, weight: None, reduction: None }
 }
 
 /// `multilabel_margin_loss`; overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4105)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4113)
 #[inline]
 pub fn multilabel_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::MultilabelMarginLoss<'a> {
     builders::MultilabelMarginLoss { self_, target, reduction: None }
 }
 
 /// `unique_consecutive`; overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4109)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4117)
 #[inline]
 pub fn unique_consecutive<'a>(self_: &'a Tensor) -> builders::UniqueConsecutive<'a> {
     builders::UniqueConsecutive { self_, return_inverse: None, return_counts: None, dim: None }
 }
 
 /// `_upsample_nearest_exact1d`; overloads:
-/// - `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4115)
+/// - `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4123)
 #[inline]
 pub fn _upsample_nearest_exact1d_vec<'a>(
     input: &'a Tensor,
@@ -5891,7 +5934,7 @@ pub fn _upsample_nearest_exact1d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact2d`; overloads:
-/// - `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4119)
+/// - `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4127)
 #[inline]
 pub fn _upsample_nearest_exact2d_vec<'a>(
     input: &'a Tensor,
@@ -5902,7 +5945,7 @@ pub fn _upsample_nearest_exact2d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact3d`; overloads:
-/// - `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4123)
+/// - `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4131)
 #[inline]
 pub fn _upsample_nearest_exact3d_vec<'a>(
     input: &'a Tensor,
@@ -5913,7 +5956,7 @@ pub fn _upsample_nearest_exact3d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact1d`; overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4127)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4135)
 #[inline]
 pub fn _upsample_nearest_exact1d<'a>(
     self_: &'a Tensor,
@@ -5923,7 +5966,7 @@ pub fn _upsample_nearest_exact1d<'a>(
 }
 
 /// `_upsample_nearest_exact2d`; overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4131)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4139)
 #[inline]
 pub fn _upsample_nearest_exact2d<'a>(
     self_: &'a Tensor,
@@ -5933,7 +5976,7 @@ pub fn _upsample_nearest_exact2d<'a>(
 }
 
 /// `_upsample_nearest_exact3d`; overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4135)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4143)
 #[inline]
 pub fn _upsample_nearest_exact3d<'a>(
     self_: &'a Tensor,
@@ -5949,84 +5992,84 @@ pub fn _upsample_nearest_exact3d<'a>(
 }
 
 /// `fft_irfft`; overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4141)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4149)
 #[inline]
 pub fn fft_irfft<'a>(self_: &'a Tensor) -> builders::FftIrfft<'a> {
     builders::FftIrfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_irfft2`; overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4145)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4153)
 #[inline]
 pub fn fft_irfft2<'a>(self_: &'a Tensor) -> builders::FftIrfft2<'a> {
     builders::FftIrfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_irfftn`; overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4149)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4157)
 #[inline]
 pub fn fft_irfftn<'a>(self_: &'a Tensor) -> builders::FftIrfftn<'a> {
     builders::FftIrfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_hfft`; overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4153)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4161)
 #[inline]
 pub fn fft_hfft<'a>(self_: &'a Tensor) -> builders::FftHfft<'a> {
     builders::FftHfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_hfft2`; overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4157)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4165)
 #[inline]
 pub fn fft_hfft2<'a>(self_: &'a Tensor) -> builders::FftHfft2<'a> {
     builders::FftHfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_hfftn`; overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4161)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4169)
 #[inline]
 pub fn fft_hfftn<'a>(self_: &'a Tensor) -> builders::FftHfftn<'a> {
     builders::FftHfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `gradient`; overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4181)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4189)
 #[inline]
 pub fn gradient<'a>(self_: &'a Tensor) -> builders::Gradient<'a> {
     builders::Gradient { self_, spacing: None, dim: None, edge_order: None }
 }
 
 /// `histogram`; overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4185)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4193)
 #[inline]
 pub fn histogram<'a>(self_: &'a Tensor) -> builders::Histogram<'a> {
     builders::Histogram { self_, bins: None, range: None, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4189)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4197)
 #[inline]
 pub fn histogramdd<'a>(self_: &'a Tensor, bins: impl Into<IntList<'a>>) -> builders::Histogramdd<'a> {
     builders::Histogramdd { self_, bins: bins.into(), range: None, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4193)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4201)
 #[inline]
 pub fn histogramdd_int_bins<'a>(self_: &'a Tensor, bins: i64) -> builders::HistogramddIntBins<'a> {
     builders::HistogramddIntBins { self_, bins, range: None, weight: None, density: None }
 }
 
 /// `histogram`; overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4197)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4205)
 #[inline]
 pub fn histogram_bins_tensor<'a>(self_: &'a Tensor, bins: &'a Tensor) -> builders::HistogramBinsTensor<'a> {
     builders::HistogramBinsTensor { self_, bins, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4201)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4209)
 #[inline]
 pub fn histogramdd_tensorlist_bins<'a>(
     self_: &'a Tensor,
@@ -6036,7 +6079,7 @@ pub fn histogramdd_tensorlist_bins<'a>(
 }
 
 /// `upsample_trilinear3d`; overloads:
-/// - `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4207)
+/// - `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4215)
 #[inline]
 pub fn upsample_trilinear3d_vec<'a>(
     input: &'a Tensor,
@@ -6048,7 +6091,7 @@ pub fn upsample_trilinear3d_vec<'a>(
 }
 
 /// `upsample_bicubic2d`; overloads:
-/// - `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4211)
+/// - `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4219)
 #[inline]
 pub fn upsample_bicubic2d_vec<'a>(
     input: &'a Tensor,
@@ -6060,7 +6103,7 @@ pub fn upsample_bicubic2d_vec<'a>(
 }
 
 /// `upsample_trilinear3d`; overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4215)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4223)
 #[inline]
 pub fn upsample_trilinear3d<'a>(
     self_: &'a Tensor,
@@ -6078,7 +6121,7 @@ pub fn upsample_trilinear3d<'a>(
 }
 
 /// `upsample_bicubic2d`; overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4219)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4227)
 #[inline]
 pub fn upsample_bicubic2d<'a>(
     self_: &'a Tensor,
@@ -6095,7 +6138,7 @@ pub fn upsample_bicubic2d<'a>(
 }
 
 /// `segment_reduce`; overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4223)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4231)
 #[inline]
 pub fn segment_reduce<'a>(data: &'a Tensor, reduce: &'a str) -> builders::SegmentReduce<'a> {
     builders::SegmentReduce {
@@ -6111,7 +6154,7 @@ pub fn segment_reduce<'a>(data: &'a Tensor, reduce: &'a str) -> builders::Segmen
 }
 
 /// `_sparse_coo_tensor_with_dims_and_tensors`; overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4229)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4237)
 #[inline]
 pub fn _sparse_coo_tensor_with_dims_and_tensors<'a>(
     sparse_dim: i64,
@@ -6135,7 +6178,7 @@ pub fn _sparse_coo_tensor_with_dims_and_tensors<'a>(
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4233)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4241)
 #[inline]
 pub fn sparse_coo_tensor<'a>(
     indices: &'a Tensor,
@@ -6155,7 +6198,7 @@ pub fn sparse_coo_tensor<'a>(
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4237)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4245)
 #[inline]
 pub fn sparse_coo_tensor_indices<'a>(indices: &'a Tensor, values: &'a Tensor) -> builders::SparseCooTensorIndices<'a> {
     builders::SparseCooTensorIndices {
@@ -6170,35 +6213,35 @@ pub fn sparse_coo_tensor_indices<'a>(indices: &'a Tensor, values: &'a Tensor) ->
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4241)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4249)
 #[inline]
 pub fn sparse_coo_tensor_size<'a>(size: impl Into<IntList<'a>>) -> builders::SparseCooTensorSize<'a> {
     builders::SparseCooTensorSize { size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `_coalesce`; overloads:
-/// - `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4297)
+/// - `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4305)
 #[inline]
 pub fn _coalesce<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::_coalesce::call(self_)
 }
 
 /// `to_dense_backward`; overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4312)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4320)
 #[inline]
 pub fn to_dense_backward<'a>(grad: &'a Tensor, input: &'a Tensor) -> builders::ToDenseBackward<'a> {
     builders::ToDenseBackward { grad, input, masked_grad: None }
 }
 
 /// `_sparse_sum`; overloads:
-/// - `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4338)
+/// - `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4346)
 #[inline]
 pub fn _sparse_sum<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::_sparse_sum::call(self_)
 }
 
 /// `_sparse_sum`; overloads:
-/// - `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4342)
+/// - `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4350)
 #[inline]
 pub fn _sparse_sum_dim<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dim: IntList<'a> = dim.into();
@@ -6207,7 +6250,7 @@ pub fn _sparse_sum_dim<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Re
 }
 
 /// `_sparse_sum_backward`; overloads:
-/// - `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4346)
+/// - `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4354)
 #[inline]
 pub fn _sparse_sum_backward<'a>(grad: &'a Tensor, self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dim: IntList<'a> = dim.into();
@@ -6216,49 +6259,49 @@ pub fn _sparse_sum_backward<'a>(grad: &'a Tensor, self_: &'a Tensor, dim: impl I
 }
 
 /// `_sparse_addmm`; overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4350)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4358)
 #[inline]
 pub fn _sparse_addmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::PrivateSparseAddmm<'a> {
     builders::PrivateSparseAddmm { self_, mat1, mat2, beta: None, alpha: None }
 }
 
 /// `_sparse_mm`; overloads:
-/// - `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4354)
+/// - `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4362)
 #[inline]
 pub fn _sparse_mm<'a>(sparse: &'a Tensor, dense: &'a Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
 /// `hspmm`; overloads:
-/// - `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4358)
+/// - `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4366)
 #[inline]
 pub fn hspmm<'a>(mat1: &'a Tensor, mat2: &'a Tensor) -> Result<Tensor> {
     crate::handles::hspmm::call(mat1, mat2)
 }
 
 /// `sspaddmm`; overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4362)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4370)
 #[inline]
 pub fn sspaddmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
     builders::Sspaddmm { self_, mat1, mat2, beta: None, alpha: None }
 }
 
 /// `_sparse_softmax`; overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4367)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4375)
 #[inline]
 pub fn _sparse_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseSoftmaxInt<'a> {
     builders::PrivateSparseSoftmaxInt { self_, dim, dtype: None }
 }
 
 /// `_sparse_softmax`; overloads:
-/// - `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4371)
+/// - `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4379)
 #[inline]
 pub fn _sparse_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
 }
 
 /// `_sparse_softmax_backward_data`; overloads:
-/// - `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4375)
+/// - `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4383)
 #[inline]
 pub fn _sparse_softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -6270,21 +6313,21 @@ pub fn _sparse_softmax_backward_data<'a>(
 }
 
 /// `_sparse_log_softmax`; overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4379)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4387)
 #[inline]
 pub fn _sparse_log_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseLogSoftmaxInt<'a> {
     builders::PrivateSparseLogSoftmaxInt { self_, dim, dtype: None }
 }
 
 /// `_sparse_log_softmax`; overloads:
-/// - `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4383)
+/// - `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4391)
 #[inline]
 pub fn _sparse_log_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
 }
 
 /// `_sparse_log_softmax_backward_data`; overloads:
-/// - `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4387)
+/// - `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4395)
 #[inline]
 pub fn _sparse_log_softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -6296,7 +6339,7 @@ pub fn _sparse_log_softmax_backward_data<'a>(
 }
 
 /// `embedding_sparse_backward`; overloads:
-/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4391)
+/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4399)
 #[inline]
 pub fn embedding_sparse_backward<'a>(
     grad: &'a Tensor,
@@ -6309,7 +6352,7 @@ pub fn embedding_sparse_backward<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4395)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4403)
 #[inline]
 pub fn sparse_csr_tensor<'a>(
     crow_indices: &'a Tensor,
@@ -6330,7 +6373,7 @@ pub fn sparse_csr_tensor<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4399)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4407)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value<'a>(
     crow_indices: &'a Tensor,
@@ -6349,7 +6392,7 @@ pub fn sparse_csr_tensor_crow_col_value<'a>(
 }
 
 /// `_foreach_add`; overloads:
-/// - `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4427)
+/// - `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4435)
 #[inline]
 pub fn _foreach_add<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6358,7 +6401,7 @@ pub fn _foreach_add<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_add_`; overloads:
-/// - `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4432)
+/// - `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4440)
 #[inline]
 pub fn _foreach_add_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6367,7 +6410,7 @@ pub fn _foreach_add_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_add`; overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4437)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4445)
 #[inline]
 pub fn _foreach_add_list<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6377,7 +6420,7 @@ pub fn _foreach_add_list<'a>(
 }
 
 /// `_foreach_add_`; overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4442)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4450)
 #[inline]
 pub fn _foreach_add_list_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6387,7 +6430,7 @@ pub fn _foreach_add_list_<'a>(
 }
 
 /// `_foreach_mul`; overloads:
-/// - `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4447)
+/// - `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4455)
 #[inline]
 pub fn _foreach_mul<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6396,7 +6439,7 @@ pub fn _foreach_mul<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_mul_`; overloads:
-/// - `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4452)
+/// - `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4460)
 #[inline]
 pub fn _foreach_mul_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6405,7 +6448,7 @@ pub fn _foreach_mul_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_mul`; overloads:
-/// - `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4457)
+/// - `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4465)
 #[inline]
 pub fn _foreach_mul_list<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6417,7 +6460,7 @@ pub fn _foreach_mul_list<'a>(
 }
 
 /// `_foreach_mul_`; overloads:
-/// - `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4462)
+/// - `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4470)
 #[inline]
 pub fn _foreach_mul_list_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6426,7 +6469,7 @@ pub fn _foreach_mul_list_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into
 }
 
 /// `_foreach_div`; overloads:
-/// - `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4467)
+/// - `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4475)
 #[inline]
 pub fn _foreach_div<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6435,7 +6478,7 @@ pub fn _foreach_div<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_div_`; overloads:
-/// - `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4472)
+/// - `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4480)
 #[inline]
 pub fn _foreach_div_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6444,7 +6487,7 @@ pub fn _foreach_div_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_addcmul`; overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4477)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4485)
 #[inline]
 pub fn _foreach_addcmul<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6460,7 +6503,7 @@ pub fn _foreach_addcmul<'a>(
 }
 
 /// `_foreach_addcmul_`; overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4482)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4490)
 #[inline]
 pub fn _foreach_addcmul_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6476,7 +6519,7 @@ pub fn _foreach_addcmul_<'a>(
 }
 
 /// `_foreach_addcdiv`; overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4487)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4495)
 #[inline]
 pub fn _foreach_addcdiv<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6492,7 +6535,7 @@ pub fn _foreach_addcdiv<'a>(
 }
 
 /// `_foreach_addcdiv_`; overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4492)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4500)
 #[inline]
 pub fn _foreach_addcdiv_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6508,7 +6551,7 @@ pub fn _foreach_addcdiv_<'a>(
 }
 
 /// `_foreach_lerp`; overloads:
-/// - `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4497)
+/// - `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4505)
 #[inline]
 pub fn _foreach_lerp<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6522,7 +6565,7 @@ pub fn _foreach_lerp<'a>(
 }
 
 /// `_foreach_lerp_`; overloads:
-/// - `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4502)
+/// - `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4510)
 #[inline]
 pub fn _foreach_lerp_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6536,7 +6579,7 @@ pub fn _foreach_lerp_<'a>(
 }
 
 /// `_foreach_sqrt`; overloads:
-/// - `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4507)
+/// - `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4515)
 #[inline]
 pub fn _foreach_sqrt<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6544,7 +6587,7 @@ pub fn _foreach_sqrt<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>
 }
 
 /// `_foreach_sqrt_`; overloads:
-/// - `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4512)
+/// - `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4520)
 #[inline]
 pub fn _foreach_sqrt_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6552,7 +6595,7 @@ pub fn _foreach_sqrt_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_neg`; overloads:
-/// - `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4517)
+/// - `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4525)
 #[inline]
 pub fn _foreach_neg<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6560,7 +6603,7 @@ pub fn _foreach_neg<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>>
 }
 
 /// `_foreach_neg_`; overloads:
-/// - `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4522)
+/// - `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4530)
 #[inline]
 pub fn _foreach_neg_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6568,7 +6611,7 @@ pub fn _foreach_neg_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_maximum`; overloads:
-/// - `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4527)
+/// - `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4535)
 #[inline]
 pub fn _foreach_maximum<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6577,7 +6620,7 @@ pub fn _foreach_maximum<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<T
 }
 
 /// `_foreach_maximum_`; overloads:
-/// - `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4532)
+/// - `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4540)
 #[inline]
 pub fn _foreach_maximum_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6586,7 +6629,7 @@ pub fn _foreach_maximum_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<
 }
 
 /// `_foreach_zero_`; overloads:
-/// - `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4537)
+/// - `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4545)
 #[inline]
 pub fn _foreach_zero_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6594,7 +6637,7 @@ pub fn _foreach_zero_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_copy_`; overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4542)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4550)
 #[inline]
 pub fn _foreach_copy_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6604,14 +6647,14 @@ pub fn _foreach_copy_<'a>(
 }
 
 /// `_foreach_norm`; overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4547)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4555)
 #[inline]
 pub fn _foreach_norm<'a>(self_: impl Into<TensorList<'a>>) -> builders::PrivateForeachNorm<'a> {
     builders::PrivateForeachNorm { self_: self_.into(), ord: None, dtype: None }
 }
 
 /// `_amp_foreach_non_finite_check_and_unscale_`; overloads:
-/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4552)
+/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4560)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6623,7 +6666,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
 }
 
 /// `_amp_update_scale_`; overloads:
-/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4557)
+/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4565)
 #[inline]
 pub fn _amp_update_scale_<'a>(
     self_: &'a Tensor,
@@ -7797,7 +7840,7 @@ impl Tensor {
 
     /// `lerp`; overloads:
     /// - `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
-    /// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3542)
+    /// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3550)
     #[inline]
     pub fn lerp<'a>(&'a self, end: &'a Tensor, weight: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::Lerp { self_: self, end, weight: weight.into() }.call()
@@ -7840,7 +7883,7 @@ impl Tensor {
 
     /// `masked_fill`; overloads:
     /// - `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
-    /// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3361)
+    /// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3369)
     #[inline]
     pub fn masked_fill<'a>(&'a self, mask: &'a Tensor, value: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::MaskedFill { self_: self, mask, value: value.into() }.call()
@@ -7848,7 +7891,7 @@ impl Tensor {
 
     /// `masked_fill_`; overloads:
     /// - `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1336)
-    /// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3365)
+    /// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3373)
     #[inline]
     pub fn masked_fill_<'a>(&'a self, mask: &'a Tensor, value: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::MaskedFillInplace { self_: self, mask, value: value.into() }.call()
@@ -7886,8 +7929,8 @@ impl Tensor {
 
     /// `var`; overloads:
     /// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
-    /// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3149)
-    /// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3153)
+    /// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3157)
+    /// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3161)
     #[inline]
     pub fn var<'a>(&'a self) -> builders::Var<'a> {
         builders::Var { self_: self, dim: None, correction: None, keepdim: None, unbiased: None }
@@ -7895,8 +7938,8 @@ impl Tensor {
 
     /// `std`; overloads:
     /// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1404)
-    /// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3157)
-    /// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3161)
+    /// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3165)
+    /// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3169)
     #[inline]
     pub fn std<'a>(&'a self) -> builders::Std<'a> {
         builders::Std { self_: self, dim: None, correction: None, keepdim: None, unbiased: None }
@@ -7969,7 +8012,7 @@ impl Tensor {
 
     /// `all`; overloads:
     /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
-    /// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3570)
+    /// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3578)
     #[inline]
     pub fn all<'a>(&'a self) -> builders::All<'a> {
         builders::All { self_: self, dim: None, keepdim: None }
@@ -7977,7 +8020,7 @@ impl Tensor {
 
     /// `any`; overloads:
     /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1459)
-    /// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3566)
+    /// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3574)
     #[inline]
     pub fn any<'a>(&'a self) -> builders::Any<'a> {
         builders::Any { self_: self, dim: None, keepdim: None }
@@ -8470,43 +8513,43 @@ impl Tensor {
     }
 
     /// `sort`; overloads:
-    /// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
-    /// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1846)
+    /// - `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1849)
+    /// - `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1854)
     #[inline]
     pub fn sort<'a>(&'a self) -> builders::Sort<'a> {
         builders::Sort { self_: self, dim: None, descending: None, stable: None }
     }
 
     /// `argsort`; overloads:
-    /// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1851)
+    /// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1859)
     #[inline]
     pub fn argsort<'a>(&'a self) -> builders::Argsort<'a> {
         builders::Argsort { self_: self, dim: None, descending: None }
     }
 
     /// `argsort`; overloads:
-    /// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1856)
+    /// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1864)
     #[inline]
     pub fn argsort_stable<'a>(&'a self, stable: bool) -> builders::ArgsortStable<'a> {
         builders::ArgsortStable { self_: self, stable, dim: None, descending: None }
     }
 
     /// `topk`; overloads:
-    /// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1861)
+    /// - `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1869)
     #[inline]
     pub fn topk<'a>(&'a self, k_: i64) -> builders::Topk<'a> {
         builders::Topk { self_: self, k_, dim: None, largest: None, sorted: None }
     }
 
     /// `kthvalue`; overloads:
-    /// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1866)
+    /// - `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1874)
     #[inline]
     pub fn kthvalue<'a>(&'a self, k_: i64) -> builders::Kthvalue<'a> {
         builders::Kthvalue { self_: self, k_, dim: None, keepdim: None }
     }
 
     /// `median`; overloads:
-    /// - `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1872)
+    /// - `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1880)
     #[inline]
     pub fn median<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8514,14 +8557,14 @@ impl Tensor {
     }
 
     /// `median`; overloads:
-    /// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1877)
+    /// - `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1885)
     #[inline]
     pub fn median_dim<'a>(&'a self, dim: i64) -> builders::MedianDim<'a> {
         builders::MedianDim { self_: self, dim, keepdim: None }
     }
 
     /// `cummax`; overloads:
-    /// - `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1882)
+    /// - `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1890)
     #[inline]
     pub fn cummax<'a>(&'a self, dim: i64) -> Result<(Tensor, Tensor)> {
         let self_: &'a Tensor = self;
@@ -8529,7 +8572,7 @@ impl Tensor {
     }
 
     /// `cummin`; overloads:
-    /// - `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1887)
+    /// - `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1895)
     #[inline]
     pub fn cummin<'a>(&'a self, dim: i64) -> Result<(Tensor, Tensor)> {
         let self_: &'a Tensor = self;
@@ -8537,14 +8580,14 @@ impl Tensor {
     }
 
     /// `norm`; overloads:
-    /// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1896)
+    /// - `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1904)
     #[inline]
     pub fn norm<'a>(&'a self) -> builders::Norm<'a> {
         builders::Norm { self_: self, p: None }
     }
 
     /// `norm`; overloads:
-    /// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1902)
+    /// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1910)
     #[inline]
     pub fn norm_scalaropt_dim<'a>(
         &'a self,
@@ -8555,7 +8598,7 @@ impl Tensor {
     }
 
     /// `norm`; overloads:
-    /// - `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1908)
+    /// - `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1916)
     #[inline]
     pub fn norm_scalaropt_dim_dtype<'a>(
         &'a self,
@@ -8571,7 +8614,7 @@ impl Tensor {
     }
 
     /// `norm`; overloads:
-    /// - `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1914)
+    /// - `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1922)
     #[inline]
     pub fn norm_scalaropt_dtype<'a>(&'a self, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8579,7 +8622,7 @@ impl Tensor {
     }
 
     /// `mm`; overloads:
-    /// - `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1923)
+    /// - `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1931)
     #[inline]
     pub fn mm<'a>(&'a self, mat2: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8587,7 +8630,7 @@ impl Tensor {
     }
 
     /// `bmm`; overloads:
-    /// - `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1934)
+    /// - `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1942)
     #[inline]
     pub fn bmm<'a>(&'a self, mat2: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8595,28 +8638,28 @@ impl Tensor {
     }
 
     /// `addmm`; overloads:
-    /// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1943)
+    /// - `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1951)
     #[inline]
     pub fn addmm<'a>(&'a self, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Addmm<'a> {
         builders::Addmm { self_: self, mat1, mat2, beta: None, alpha: None }
     }
 
     /// `baddbmm`; overloads:
-    /// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1950)
+    /// - `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1958)
     #[inline]
     pub fn baddbmm<'a>(&'a self, batch1: &'a Tensor, batch2: &'a Tensor) -> builders::Baddbmm<'a> {
         builders::Baddbmm { self_: self, batch1, batch2, beta: None, alpha: None }
     }
 
     /// `addbmm`; overloads:
-    /// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1955)
+    /// - `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1963)
     #[inline]
     pub fn addbmm<'a>(&'a self, batch1: &'a Tensor, batch2: &'a Tensor) -> builders::Addbmm<'a> {
         builders::Addbmm { self_: self, batch1, batch2, beta: None, alpha: None }
     }
 
     /// `mv`; overloads:
-    /// - `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1960)
+    /// - `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1968)
     #[inline]
     pub fn mv<'a>(&'a self, vec: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8624,7 +8667,7 @@ impl Tensor {
     }
 
     /// `dot`; overloads:
-    /// - `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1966)
+    /// - `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1974)
     #[inline]
     pub fn dot<'a>(&'a self, tensor: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8632,7 +8675,7 @@ impl Tensor {
     }
 
     /// `vdot`; overloads:
-    /// - `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1971)
+    /// - `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1979)
     #[inline]
     pub fn vdot<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8640,7 +8683,7 @@ impl Tensor {
     }
 
     /// `outer`; overloads:
-    /// - `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1976)
+    /// - `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1984)
     #[inline]
     pub fn outer<'a>(&'a self, vec2: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8648,7 +8691,7 @@ impl Tensor {
     }
 
     /// `matmul`; overloads:
-    /// - `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1981)
+    /// - `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1989)
     #[inline]
     pub fn matmul<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8656,7 +8699,7 @@ impl Tensor {
     }
 
     /// `erfinv`; overloads:
-    /// - `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2268)
+    /// - `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2276)
     #[inline]
     pub fn erfinv<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8664,7 +8707,7 @@ impl Tensor {
     }
 
     /// `erfinv_`; overloads:
-    /// - `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2273)
+    /// - `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2281)
     #[inline]
     pub fn erfinv_<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8672,7 +8715,7 @@ impl Tensor {
     }
 
     /// `sgn`; overloads:
-    /// - `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2282)
+    /// - `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2290)
     #[inline]
     pub fn sgn<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8680,7 +8723,7 @@ impl Tensor {
     }
 
     /// `sgn_`; overloads:
-    /// - `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2287)
+    /// - `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2295)
     #[inline]
     pub fn sgn_<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8688,7 +8731,7 @@ impl Tensor {
     }
 
     /// `square`; overloads:
-    /// - `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2296)
+    /// - `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2304)
     #[inline]
     pub fn square<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8696,7 +8739,7 @@ impl Tensor {
     }
 
     /// `square_`; overloads:
-    /// - `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2301)
+    /// - `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2309)
     #[inline]
     pub fn square_<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8704,7 +8747,7 @@ impl Tensor {
     }
 
     /// `isinf`; overloads:
-    /// - `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2314)
+    /// - `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2322)
     #[inline]
     pub fn isinf<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8712,7 +8755,7 @@ impl Tensor {
     }
 
     /// `isfinite`; overloads:
-    /// - `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2319)
+    /// - `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2327)
     #[inline]
     pub fn isfinite<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8720,7 +8763,7 @@ impl Tensor {
     }
 
     /// `isposinf`; overloads:
-    /// - `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2324)
+    /// - `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2332)
     #[inline]
     pub fn isposinf<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8728,7 +8771,7 @@ impl Tensor {
     }
 
     /// `isneginf`; overloads:
-    /// - `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2333)
+    /// - `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2341)
     #[inline]
     pub fn isneginf<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8736,21 +8779,21 @@ impl Tensor {
     }
 
     /// `nan_to_num`; overloads:
-    /// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2342)
+    /// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2350)
     #[inline]
     pub fn nan_to_num<'a>(&'a self) -> builders::NanToNum<'a> {
         builders::NanToNum { self_: self, nan: None, posinf: None, neginf: None }
     }
 
     /// `nan_to_num_`; overloads:
-    /// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2347)
+    /// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2355)
     #[inline]
     pub fn nan_to_num_<'a>(&'a self) -> builders::NanToNumInplace<'a> {
         builders::NanToNumInplace { self_: self, nan: None, posinf: None, neginf: None }
     }
 
     /// `round`; overloads:
-    /// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2356)
+    /// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2364)
     #[inline]
     pub fn round_decimals<'a>(&'a self, decimals: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8758,7 +8801,7 @@ impl Tensor {
     }
 
     /// `round_`; overloads:
-    /// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2361)
+    /// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2369)
     #[inline]
     pub fn round_decimals_<'a>(&'a self, decimals: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8766,7 +8809,7 @@ impl Tensor {
     }
 
     /// `bitwise_not`; overloads:
-    /// - `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2370)
+    /// - `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2378)
     #[inline]
     pub fn bitwise_not<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8774,7 +8817,7 @@ impl Tensor {
     }
 
     /// `bitwise_not_`; overloads:
-    /// - `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2375)
+    /// - `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2383)
     #[inline]
     pub fn bitwise_not_<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8782,60 +8825,60 @@ impl Tensor {
     }
 
     /// `clamp_`; overloads:
-    /// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2384)
+    /// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2392)
     #[inline]
     pub fn clamp_<'a>(&'a self) -> builders::ClampInplace<'a> {
         builders::ClampInplace { self_: self, min: None, max: None }
     }
 
     /// `clamp`; overloads:
-    /// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2393)
+    /// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2401)
     #[inline]
     pub fn clamp_tensor<'a>(&'a self) -> builders::ClampTensor<'a> {
         builders::ClampTensor { self_: self, min: None, max: None }
     }
 
     /// `clamp_`; overloads:
-    /// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2398)
+    /// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2406)
     #[inline]
     pub fn clamp_tensor_<'a>(&'a self) -> builders::ClampTensorInplace<'a> {
         builders::ClampTensorInplace { self_: self, min: None, max: None }
     }
 
     /// `clamp_min`; overloads:
-    /// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2407)
-    /// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2412)
+    /// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2415)
+    /// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2420)
     #[inline]
     pub fn clamp_min<'a>(&'a self, min: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::ClampMin { self_: self, min: min.into() }.call()
     }
 
     /// `clamp_min_`; overloads:
-    /// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2417)
-    /// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+    /// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2425)
+    /// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2430)
     #[inline]
     pub fn clamp_min_<'a>(&'a self, min: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::ClampMinInplace { self_: self, min: min.into() }.call()
     }
 
     /// `clamp_max`; overloads:
-    /// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2435)
-    /// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2440)
+    /// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2443)
+    /// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2448)
     #[inline]
     pub fn clamp_max<'a>(&'a self, max: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::ClampMax { self_: self, max: max.into() }.call()
     }
 
     /// `clamp_max_`; overloads:
-    /// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2445)
-    /// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2450)
+    /// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2453)
+    /// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2458)
     #[inline]
     pub fn clamp_max_<'a>(&'a self, max: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::ClampMaxInplace { self_: self, max: max.into() }.call()
     }
 
     /// `prelu`; overloads:
-    /// - `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2495)
+    /// - `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2503)
     #[inline]
     pub fn prelu<'a>(&'a self, weight: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8843,7 +8886,7 @@ impl Tensor {
     }
 
     /// `fmax`; overloads:
-    /// - `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2508)
+    /// - `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2516)
     #[inline]
     pub fn fmax<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8851,7 +8894,7 @@ impl Tensor {
     }
 
     /// `fmin`; overloads:
-    /// - `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2518)
+    /// - `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2526)
     #[inline]
     pub fn fmin<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8859,7 +8902,7 @@ impl Tensor {
     }
 
     /// `hypot`; overloads:
-    /// - `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2528)
+    /// - `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2536)
     #[inline]
     pub fn hypot<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8867,7 +8910,7 @@ impl Tensor {
     }
 
     /// `hypot_`; overloads:
-    /// - `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2533)
+    /// - `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2541)
     #[inline]
     pub fn hypot_<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8875,124 +8918,124 @@ impl Tensor {
     }
 
     /// `copysign`; overloads:
-    /// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2542)
-    /// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2556)
+    /// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2550)
+    /// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2564)
     #[inline]
     pub fn copysign<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::Copysign { self_: self, other: other.into() }.call()
     }
 
     /// `copysign_`; overloads:
-    /// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2547)
-    /// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2561)
+    /// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2555)
+    /// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2569)
     #[inline]
     pub fn copysign_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::CopysignInplace { self_: self, other: other.into() }.call()
     }
 
     /// `floor_divide`; overloads:
-    /// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
-    /// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2580)
+    /// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2574)
+    /// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2588)
     #[inline]
     pub fn floor_divide<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::FloorDivide { self_: self, other: other.into() }.call()
     }
 
     /// `floor_divide_`; overloads:
-    /// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
-    /// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2585)
+    /// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2579)
+    /// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2593)
     #[inline]
     pub fn floor_divide_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::FloorDivideInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_and`; overloads:
-    /// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
-    /// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2595)
-    /// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2600)
+    /// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2598)
+    /// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2603)
+    /// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
     #[inline]
     pub fn bitwise_and<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseAnd { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_and_`; overloads:
-    /// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2604)
-    /// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2609)
+    /// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2612)
+    /// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2617)
     #[inline]
     pub fn bitwise_and_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseAndInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_or`; overloads:
-    /// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2618)
-    /// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2623)
-    /// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2628)
+    /// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2626)
+    /// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2631)
+    /// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2636)
     #[inline]
     pub fn bitwise_or<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseOr { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_or_`; overloads:
-    /// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2632)
-    /// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2637)
+    /// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2640)
+    /// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2645)
     #[inline]
     pub fn bitwise_or_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseOrInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_xor`; overloads:
-    /// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2646)
-    /// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2651)
-    /// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2656)
+    /// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2654)
+    /// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2659)
+    /// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2664)
     #[inline]
     pub fn bitwise_xor<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseXor { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_xor_`; overloads:
-    /// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2660)
-    /// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2665)
+    /// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2668)
+    /// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2673)
     #[inline]
     pub fn bitwise_xor_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseXorInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_left_shift`; overloads:
-    /// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2674)
-    /// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2679)
-    /// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2684)
+    /// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
+    /// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2687)
+    /// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2692)
     #[inline]
     pub fn bitwise_left_shift<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseLeftShift { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_left_shift_`; overloads:
-    /// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2688)
-    /// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2693)
+    /// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2696)
+    /// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2701)
     #[inline]
     pub fn bitwise_left_shift_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseLeftShiftInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_right_shift`; overloads:
-    /// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2706)
-    /// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2711)
-    /// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2716)
+    /// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2714)
+    /// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2719)
+    /// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2724)
     #[inline]
     pub fn bitwise_right_shift<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseRightShift { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_right_shift_`; overloads:
-    /// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2720)
-    /// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2725)
+    /// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2728)
+    /// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2733)
     #[inline]
     pub fn bitwise_right_shift_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseRightShiftInplace { self_: self, other: other.into() }.call()
     }
 
     /// `logical_or`; overloads:
-    /// - `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2738)
+    /// - `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2746)
     #[inline]
     pub fn logical_or<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9000,7 +9043,7 @@ impl Tensor {
     }
 
     /// `logical_xor`; overloads:
-    /// - `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2743)
+    /// - `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2751)
     #[inline]
     pub fn logical_xor<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9008,7 +9051,7 @@ impl Tensor {
     }
 
     /// `real`; overloads:
-    /// - `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2857)
+    /// - `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2865)
     #[inline]
     pub fn real<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9016,7 +9059,7 @@ impl Tensor {
     }
 
     /// `imag`; overloads:
-    /// - `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2862)
+    /// - `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2870)
     #[inline]
     pub fn imag<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9024,7 +9067,7 @@ impl Tensor {
     }
 
     /// `conj`; overloads:
-    /// - `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2867)
+    /// - `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2875)
     #[inline]
     pub fn conj<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9032,8 +9075,8 @@ impl Tensor {
     }
 
     /// `stft`; overloads:
-    /// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2890)
-    /// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2895)
+    /// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2898)
+    /// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2903)
     #[inline]
     pub fn stft<'a>(&'a self, n_fft: i64) -> builders::Stft<'a> {
         builders::Stft {
@@ -9052,7 +9095,7 @@ impl Tensor {
     }
 
     /// `istft`; overloads:
-    /// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2900)
+    /// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2908)
     #[inline]
     pub fn istft<'a>(&'a self, n_fft: i64) -> builders::Istft<'a> {
         builders::Istft {
@@ -9070,28 +9113,28 @@ impl Tensor {
     }
 
     /// `cauchy_`; overloads:
-    /// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3955)
+    /// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3963)
     #[inline]
     pub fn cauchy_<'a>(&'a self) -> builders::CauchyInplace<'a> {
         builders::CauchyInplace { self_: self, median: None, sigma: None, generator: None }
     }
 
     /// `geometric_`; overloads:
-    /// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3960)
+    /// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3968)
     #[inline]
     pub fn geometric_<'a>(&'a self, p: f64) -> builders::GeometricInplace<'a> {
         builders::GeometricInplace { self_: self, p, generator: None }
     }
 
     /// `log_normal_`; overloads:
-    /// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3965)
+    /// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3973)
     #[inline]
     pub fn log_normal_<'a>(&'a self) -> builders::LogNormalInplace<'a> {
         builders::LogNormalInplace { self_: self, mean: None, std: None, generator: None }
     }
 
     /// `nextafter`; overloads:
-    /// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3988)
+    /// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3996)
     #[inline]
     pub fn nextafter<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9099,7 +9142,7 @@ impl Tensor {
     }
 
     /// `frexp`; overloads:
-    /// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3993)
+    /// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:4001)
     #[inline]
     pub fn frexp<'a>(&'a self) -> Result<(Tensor, Tensor)> {
         let self_: &'a Tensor = self;
@@ -9107,7 +9150,7 @@ impl Tensor {
     }
 
     /// `igamma`; overloads:
-    /// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3998)
+    /// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4006)
     #[inline]
     pub fn igamma<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9115,7 +9158,7 @@ impl Tensor {
     }
 
     /// `igammac`; overloads:
-    /// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4003)
+    /// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4011)
     #[inline]
     pub fn igammac<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9123,7 +9166,7 @@ impl Tensor {
     }
 
     /// `equal`; overloads:
-    /// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4015)
+    /// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4023)
     #[inline]
     pub fn equal<'a>(&'a self, other: &'a Tensor) -> Result<bool> {
         let self_: &'a Tensor = self;
@@ -9131,14 +9174,14 @@ impl Tensor {
     }
 
     /// `allclose`; overloads:
-    /// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4020)
+    /// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4028)
     #[inline]
     pub fn allclose<'a>(&'a self, other: &'a Tensor) -> builders::Allclose<'a> {
         builders::Allclose { self_: self, other, rtol: None, atol: None, equal_nan: None }
     }
 
     /// `_indices`; overloads:
-    /// - `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4245)
+    /// - `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4253)
     #[inline]
     pub fn _indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9146,7 +9189,7 @@ impl Tensor {
     }
 
     /// `_values`; overloads:
-    /// - `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4250)
+    /// - `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4258)
     #[inline]
     pub fn _values<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9154,7 +9197,7 @@ impl Tensor {
     }
 
     /// `indices`; overloads:
-    /// - `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4255)
+    /// - `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4263)
     #[inline]
     pub fn indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9162,7 +9205,7 @@ impl Tensor {
     }
 
     /// `values`; overloads:
-    /// - `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4260)
+    /// - `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4268)
     #[inline]
     pub fn values<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9170,7 +9213,7 @@ impl Tensor {
     }
 
     /// `_nnz`; overloads:
-    /// - `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4266)
+    /// - `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4274)
     #[inline]
     pub fn _nnz<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9178,7 +9221,7 @@ impl Tensor {
     }
 
     /// `sparse_dim`; overloads:
-    /// - `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4272)
+    /// - `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4280)
     #[inline]
     pub fn sparse_dim<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9186,7 +9229,7 @@ impl Tensor {
     }
 
     /// `dense_dim`; overloads:
-    /// - `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4277)
+    /// - `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4285)
     #[inline]
     pub fn dense_dim<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9194,7 +9237,7 @@ impl Tensor {
     }
 
     /// `is_coalesced`; overloads:
-    /// - `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4282)
+    /// - `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4290)
     #[inline]
     pub fn is_coalesced<'a>(&'a self) -> Result<bool> {
         let self_: &'a Tensor = self;
@@ -9202,7 +9245,7 @@ impl Tensor {
     }
 
     /// `_coalesced_`; overloads:
-    /// - `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4287)
+    /// - `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4295)
     #[inline]
     pub fn _coalesced_<'a>(&'a self, coalesced: bool) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9210,7 +9253,7 @@ impl Tensor {
     }
 
     /// `coalesce`; overloads:
-    /// - `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4292)
+    /// - `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4300)
     #[inline]
     pub fn coalesce<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9218,21 +9261,21 @@ impl Tensor {
     }
 
     /// `to_dense`; overloads:
-    /// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4301)
+    /// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4309)
     #[inline]
     pub fn to_dense<'a>(&'a self) -> builders::ToDense<'a> {
         builders::ToDense { self_: self, dtype: None, masked_grad: None }
     }
 
     /// `_to_dense`; overloads:
-    /// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4306)
+    /// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4314)
     #[inline]
     pub fn _to_dense<'a>(&'a self) -> builders::PrivateToDense<'a> {
         builders::PrivateToDense { self_: self, dtype: None, masked_grad: None }
     }
 
     /// `to_sparse`; overloads:
-    /// - `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4316)
+    /// - `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4324)
     #[inline]
     pub fn to_sparse_sparse_dim<'a>(&'a self, sparse_dim: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9240,14 +9283,14 @@ impl Tensor {
     }
 
     /// `to_sparse`; overloads:
-    /// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4321)
+    /// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4329)
     #[inline]
     pub fn to_sparse<'a>(&'a self) -> builders::ToSparse<'a> {
         builders::ToSparse { self_: self, layout: None, blocksize: None, dense_dim: None }
     }
 
     /// `_to_sparse`; overloads:
-    /// - `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4326)
+    /// - `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4334)
     #[inline]
     pub fn _to_sparse<'a>(&'a self, sparse_dim: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9255,7 +9298,7 @@ impl Tensor {
     }
 
     /// `sparse_mask`; overloads:
-    /// - `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4333)
+    /// - `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4341)
     #[inline]
     pub fn sparse_mask<'a>(&'a self, mask: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9263,14 +9306,14 @@ impl Tensor {
     }
 
     /// `sspaddmm`; overloads:
-    /// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4362)
+    /// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4370)
     #[inline]
     pub fn sspaddmm<'a>(&'a self, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
         builders::Sspaddmm { self_: self, mat1, mat2, beta: None, alpha: None }
     }
 
     /// `crow_indices`; overloads:
-    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4403)
+    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4411)
     #[inline]
     pub fn crow_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9278,7 +9321,7 @@ impl Tensor {
     }
 
     /// `col_indices`; overloads:
-    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4408)
+    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4416)
     #[inline]
     pub fn col_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9286,14 +9329,14 @@ impl Tensor {
     }
 
     /// `to_sparse_csr`; overloads:
-    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4413)
+    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4421)
     #[inline]
     pub fn to_sparse_csr<'a>(&'a self) -> builders::ToSparseCsr<'a> {
         builders::ToSparseCsr { self_: self, dense_dim: None }
     }
 
     /// `_to_sparse_csr`; overloads:
-    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4418)
+    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4426)
     #[inline]
     pub fn _to_sparse_csr<'a>(&'a self) -> builders::PrivateToSparseCsr<'a> {
         builders::PrivateToSparseCsr { self_: self, dense_dim: None }

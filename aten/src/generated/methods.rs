@@ -479,109 +479,109 @@ impl Tensor {
         crate::handles::count_nonzero::call(self, dim)
     }
 
-    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1849)
     #[inline]
     pub fn sort_with(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::sort::call(self, dim, descending)
     }
 
-    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1846)
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1854)
     #[inline]
     pub fn sort_stable_with(&self, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::sort_stable::call(self, stable, dim, descending)
     }
 
-    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1851)
+    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1859)
     #[inline]
     pub fn argsort_with(&self, dim: i64, descending: bool) -> Result<Tensor> {
         crate::handles::argsort::call(self, dim, descending)
     }
 
-    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1856)
+    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1864)
     #[inline]
     pub fn argsort_stable_with(&self, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
         crate::handles::argsort_stable::call(self, stable, dim, descending)
     }
 
-    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1861)
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1869)
     #[inline]
     pub fn topk_with(&self, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::topk::call(self, k_, dim, largest, sorted)
     }
 
-    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1866)
+    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1874)
     #[inline]
     pub fn kthvalue_with(&self, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::kthvalue::call(self, k_, dim, keepdim)
     }
 
-    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1877)
+    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1885)
     #[inline]
     pub fn median_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::median_dim::call(self, dim, keepdim)
     }
 
-    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1896)
+    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1904)
     #[inline]
     pub fn norm_with(&self, p: Scalar) -> Result<Tensor> {
         crate::handles::norm_scalar::call(self, p)
     }
 
-    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1902)
+    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1910)
     #[inline]
     pub fn norm_scalaropt_dim_with(&self, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dim::call(self, p, dim, keepdim)
     }
 
-    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1943)
+    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1951)
     #[inline]
     pub fn addmm_with(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::addmm::call(self, mat1, mat2, beta, alpha)
     }
 
-    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1950)
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1958)
     #[inline]
     pub fn baddbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::baddbmm::call(self, batch1, batch2, beta, alpha)
     }
 
-    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1955)
+    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1963)
     #[inline]
     pub fn addbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::addbmm::call(self, batch1, batch2, beta, alpha)
     }
 
-    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2342)
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2350)
     #[inline]
     pub fn nan_to_num_with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num::call(self, nan, posinf, neginf)
     }
 
-    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2347)
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2355)
     #[inline]
     pub fn nan_to_num_with_(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num_::call(self, nan, posinf, neginf)
     }
 
-    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2384)
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2392)
     #[inline]
     pub fn clamp_with_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         crate::handles::clamp_::call(self, min, max)
     }
 
-    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2393)
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2401)
     #[inline]
     pub fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor::call(self, min, max)
     }
 
-    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2398)
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2406)
     #[inline]
     pub fn clamp_tensor_with_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor_::call(self, min, max)
     }
 
-    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2890)
+    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2898)
     #[inline]
     pub fn stft_with(
         &self,
@@ -607,7 +607,7 @@ impl Tensor {
         )
     }
 
-    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2895)
+    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2903)
     #[inline]
     pub fn stft_center_with(
         &self,
@@ -637,7 +637,7 @@ impl Tensor {
         )
     }
 
-    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2900)
+    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2908)
     #[inline]
     pub fn istft_with(
         &self,
@@ -665,43 +665,43 @@ impl Tensor {
         )
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3955)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3963)
     #[inline]
     pub fn cauchy_with_(&self, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, median, sigma, generator)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3960)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3968)
     #[inline]
     pub fn geometric_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, generator)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3965)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3973)
     #[inline]
     pub fn log_normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, mean, std, generator)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4020)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4028)
     #[inline]
     pub fn allclose_with(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
         crate::handles::allclose::call(self, other, rtol, atol, equal_nan)
     }
 
-    /// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4301)
+    /// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4309)
     #[inline]
     pub fn to_dense_with(&self, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
         crate::handles::to_dense::call(self, dtype, masked_grad)
     }
 
-    /// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4306)
+    /// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4314)
     #[inline]
     pub fn _to_dense_with(&self, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
         crate::handles::_to_dense::call(self, dtype, masked_grad)
     }
 
-    /// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4321)
+    /// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4329)
     #[inline]
     pub fn to_sparse_op_with(
         &self,
@@ -712,19 +712,19 @@ impl Tensor {
         crate::handles::to_sparse::call(self, layout, blocksize, dense_dim)
     }
 
-    /// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4362)
+    /// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4370)
     #[inline]
     pub fn sspaddmm_with(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::sspaddmm::call(self, mat1, mat2, beta, alpha)
     }
 
-    /// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4413)
+    /// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4421)
     #[inline]
     pub fn to_sparse_csr_with(&self, dense_dim: Option<i64>) -> Result<Tensor> {
         crate::handles::to_sparse_csr::call(self, dense_dim)
     }
 
-    /// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4418)
+    /// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4426)
     #[inline]
     pub fn _to_sparse_csr_with(&self, dense_dim: Option<i64>) -> Result<Tensor> {
         crate::handles::_to_sparse_csr::call(self, dense_dim)

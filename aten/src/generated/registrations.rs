@@ -382,6 +382,8 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::count_nonzero::SCHEMA).expect("generated schema parses");
     d.def(handles::count_nonzero_dim_intlist::SCHEMA).expect("generated schema parses");
     d.def(handles::embedding::SCHEMA).expect("generated schema parses");
+    d.def(handles::embedding_bag::SCHEMA).expect("generated schema parses");
+    d.def(handles::embedding_bag_padding_idx::SCHEMA).expect("generated schema parses");
     d.def(handles::embedding_dense_backward::SCHEMA).expect("generated schema parses");
     d.def(handles::one_hot::SCHEMA).expect("generated schema parses");
     d.def(handles::sort::SCHEMA).expect("generated schema parses");
@@ -9528,6 +9530,62 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::pad::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::pad::kernel(|_ks, self_, pad, mode, value| crate::native::shape_ops::pad(self_, pad, mode, value)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::embedding_bag::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::embedding_bag::kernel(
+            |_ks,
+             weight,
+             indices,
+             offsets,
+             scale_grad_by_freq,
+             mode,
+             sparse,
+             per_sample_weights,
+             include_last_offset| {
+                crate::native::indexing::embedding_bag(
+                    weight,
+                    indices,
+                    offsets,
+                    scale_grad_by_freq,
+                    mode,
+                    sparse,
+                    per_sample_weights,
+                    include_last_offset,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::embedding_bag_padding_idx::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::embedding_bag_padding_idx::kernel(
+            |_ks,
+             weight,
+             indices,
+             offsets,
+             scale_grad_by_freq,
+             mode,
+             sparse,
+             per_sample_weights,
+             include_last_offset,
+             padding_idx| {
+                crate::native::indexing::embedding_bag_padding_idx(
+                    weight,
+                    indices,
+                    offsets,
+                    scale_grad_by_freq,
+                    mode,
+                    sparse,
+                    per_sample_weights,
+                    include_last_offset,
+                    padding_idx,
+                )
+            },
+        ),
     )
     .expect("generated registration");
     d.register_kernel(

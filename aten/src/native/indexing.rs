@@ -8,7 +8,7 @@
 //! out tensor's shape and dtype (out tensors are not resized).
 
 use c10::tensor_impl::contiguous_strides;
-use c10::{Error, MemoryFormat, Result, Scalar, ScalarType};
+use c10::{Device, Error, MemoryFormat, Result, Scalar, ScalarType};
 
 use crate::native::copy::copy_into;
 use crate::native::cpu::gather::{
@@ -16,7 +16,7 @@ use crate::native::cpu::gather::{
 };
 use crate::native::join::write_out;
 use crate::native::tensor_iterator::broadcast_shapes;
-use crate::{wrap_dim, Tensor};
+use crate::{ops, wrap_dim, Tensor};
 
 /// Writes `r` into `self_` and returns `self_` (the tail of every in-place variant).
 fn assign(self_: &Tensor, r: &Tensor) -> Result<Tensor> {
@@ -1220,6 +1220,187 @@ pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
 }
 
 // ---- embedding, one_hot --------------------------------------------------------------------------
+
+/// `embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False,
+/// int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False)
+/// -> (Tensor, Tensor, Tensor, Tensor)`: [`embedding_bag_padding_idx`] without padding.
+#[allow(clippy::too_many_arguments)]
+pub fn embedding_bag(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    embedding_bag_padding_idx(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        None,
+    )
+}
+
+/// `embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, ..., int mode, ...,
+/// int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)`: the sums (`mode` 0), means (1) or
+/// maxima (2) of the rows of `weight` that each bag of the 1-D `indices` looks up, a bag
+/// starting at each of `offsets` (with `include_last_offset` the last offset ends the last bag);
+/// entries equal to `padding_idx` (negative counts from the end) are left out and an empty bag
+/// gives zeros. `per_sample_weights` (mode 0 only) scales each row. What `F.embedding_bag`
+/// and `nn.EmbeddingBag` compute, and what their scripted and traced forms call.
+///
+/// Every kept entry is looked up once with `embedding` (so the weight's gradient, sparse with
+/// `sparse`, comes from it); sums and means add the rows into their bags with one `index_add`,
+/// maxima reduce each bag's (contiguous) rows. The other three outputs are PyTorch's
+/// bookkeeping for its backward, with its shapes, dtype (int64) and CPU values:
+/// `offset2bag` (the bag of each entry), `bag_size` (the kept entries per bag; zeros for sums)
+/// and `max_indices` (the row each maximum came from, zero for an empty bag; `bag_size` for
+/// the other modes).
+#[allow(clippy::too_many_arguments)]
+pub fn embedding_bag_padding_idx(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let op = "embedding_bag";
+    let bad = |msg: String| Error::invalid(op, msg);
+    if weight.dim() != 2 {
+        return Err(bad(format!("weight has to be a 2D Tensor, but got Tensor of dimension {}", weight.dim())));
+    }
+    if !(0..=2).contains(&mode) {
+        return Err(bad("`mode` must be sum, mean, or max.".into()));
+    }
+    if per_sample_weights.is_some() && mode != 0 {
+        return Err(bad("embedding_bag: per_sample_weights only supported with mode='sum'".into()));
+    }
+    if indices.dim() != 1 {
+        return Err(bad(format!("input has to be a 1D Tensor, but got Tensor of dimension {}", indices.dim())));
+    }
+    if offsets.dim() != 1 {
+        return Err(bad(format!("offsets has to be a 1D Tensor, but got Tensor of dimension {}", offsets.dim())));
+    }
+    if !matches!(indices.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(bad(format!("expected indices of type Long or Int, got {:?}", indices.dtype())));
+    }
+    let num = weight.sizes()[0];
+    let padding_idx = match padding_idx {
+        None => None,
+        Some(p) if (-num..num).contains(&p) => Some(if p < 0 { p + num } else { p }),
+        Some(p) => {
+            return Err(bad(format!(
+                "padding_idx must be within the number of embeddings, -{num} through {}, but got {p}",
+                num - 1
+            )))
+        }
+    };
+    let n = indices.numel();
+    let host = |t: &Tensor| ops::to(t, ScalarType::I64, false, false, None)?.to_device(Device::CPU)?.to_vec::<i64>();
+    let mut bounds = host(offsets)?;
+    if include_last_offset {
+        if bounds.is_empty() {
+            return Err(bad("include_last_offset: number of offset should be at least 1".into()));
+        }
+    } else {
+        bounds.push(n);
+    }
+    if bounds.len() > 1 && bounds[0] != 0 {
+        return Err(bad(format!(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. \
+             However, got {}",
+            bounds[0]
+        )));
+    }
+    let idx = host(indices)?;
+    let bags = bounds.len() - 1;
+    // Kept entries (not padding) in input order, with the bag of each; bags are contiguous.
+    let (mut pos, mut bag_of, mut counts) = (Vec::new(), Vec::new(), vec![0i64; bags]);
+    let mut offset2bag = vec![0i64; n as usize];
+    for b in 0..bags {
+        let (s, e) = (bounds[b], bounds[b + 1]);
+        if s < 0 || s > e || e > n {
+            return Err(bad(format!("offsets must be non-decreasing and within the input, got start {s} end {e}")));
+        }
+        for i in s..e {
+            offset2bag[i as usize] = b as i64;
+            if Some(idx[i as usize]) != padding_idx {
+                pos.push(i);
+                bag_of.push(b as i64);
+                counts[b] += 1;
+            }
+        }
+    }
+    let dim = weight.sizes()[1];
+    let k = pos.len() as i64;
+    // The bookkeeping above ran on the host; its tensors go to the table's device.
+    let dev = weight.device();
+    let on_dev = |v: Vec<i64>, shape: &[i64]| Tensor::from_vec(v, shape)?.to_device(dev);
+    let pos = on_dev(pos, &[k])?;
+    let looked_up = ops::index_select(indices, 0, &pos)?;
+    let mut rows = ops::embedding(weight, &looked_up, -1, scale_grad_by_freq, sparse)?;
+    if let Some(w) = per_sample_weights {
+        if w.numel() != n {
+            return Err(bad(format!(
+                "expected per_sample_weights of {n} elements (one per index), got shape {:?}",
+                w.sizes()
+            )));
+        }
+        rows = ops::mul(&rows, &ops::unsqueeze(&ops::index_select(&ops::reshape(w, &[n])?, 0, &pos)?, 1)?)?;
+    }
+    let zeros = ops::zeros(&[bags as i64, dim], Some(rows.dtype()), None, Some(dev), None)?;
+    let bag_size = on_dev(if mode == 0 { vec![0; bags] } else { counts.clone() }, &[bags as i64])?;
+    let offset2bag = on_dev(offset2bag, &[n])?;
+    let (out, max_indices) = if mode == 2 {
+        let (mut out, mut arg) = (Vec::with_capacity(bags), Vec::with_capacity(bags));
+        let mut start = 0;
+        for (b, &c) in counts.iter().enumerate() {
+            if c == 0 {
+                out.push(ops::select(&zeros, 0, b as i64)?);
+                arg.push(ops::zeros(&[dim], Some(ScalarType::I64), None, Some(dev), None)?);
+            } else {
+                let (m, i) = ops::max_dim(&ops::narrow(&rows, 0, start, c)?, 0, false)?;
+                out.push(m);
+                // The position in the bag, as the row of the table it came from.
+                arg.push(ops::index_select(&ops::narrow(&looked_up, 0, start, c)?, 0, &i)?);
+            }
+            start += c;
+        }
+        if bags == 0 {
+            (zeros, ops::zeros(&[0, dim], Some(ScalarType::I64), None, Some(dev), None)?)
+        } else {
+            (ops::stack(&out, 0)?, ops::stack(&arg, 0)?)
+        }
+    } else {
+        let sums = ops::index_add(&zeros, 0, &on_dev(bag_of, &[k])?, &rows, Scalar::Int(1))?;
+        let out = if mode == 0 {
+            sums
+        } else {
+            let divisors: Vec<f64> = counts.iter().map(|&c| c.max(1) as f64).collect();
+            let divisors = ops::to(
+                &Tensor::from_vec(divisors, &[bags as i64, 1])?.to_device(dev)?,
+                rows.dtype(),
+                false,
+                false,
+                None,
+            )?;
+            ops::div(&sums, &divisors)?
+        };
+        (out, bag_size.clone())
+    };
+    Ok((out, offset2bag, bag_size, max_indices))
+}
 
 /// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
 pub fn embedding(

@@ -227,3 +227,60 @@ fn norms() {
     assert_eq!(half.dtype(), ScalarType::F32);
     assert!(ops::norm(&Tensor::from_slice(&[1i64]), Scalar::Int(2)).is_err());
 }
+
+/// `embedding_bag.padding_idx` against closed forms on a table whose row `r` is
+/// `[r, -r, 10 r, r % 3]`: sums, means and maxima of each bag's rows, padding left out, an
+/// empty bag of zeros, and PyTorch's bookkeeping outputs (`offset2bag` the bag of every entry,
+/// `bag_size` the kept entries (zeros for sums), `max_indices` the row of each maximum); then
+/// PyTorch's errors.
+#[test]
+fn embedding_bag_reduces_each_bag_and_keeps_pytorchs_bookkeeping() {
+    let table: Vec<f32> = (0..10).flat_map(|r| [r as f32, -(r as f32), 10.0 * r as f32, (r % 3) as f32]).collect();
+    let w = Tensor::from_vec(table, &[10, 4]).unwrap();
+    let idx = longs(&[1, 9, 0, 4, 5, 0, 7, 8]);
+    let offsets = longs(&[0, 3, 3]);
+    // Bags: [1, 9, 0], [], [4, 5, 0, 7, 8]; with padding_idx -10 (row 0) the zeros drop out.
+    let run = |mode: i64, pad: Option<i64>| {
+        ops::embedding_bag_padding_idx(&w, &idx, &offsets, false, mode, false, None, false, pad).unwrap()
+    };
+    let row = |r: i64| [r as f32, -(r as f32), 10.0 * r as f32, (r % 3) as f32];
+    let sum = |rows: &[i64]| (0..4).map(|j| rows.iter().map(|&r| row(r)[j]).sum::<f32>()).collect::<Vec<_>>();
+    let (a, b) = ([1, 9], [4, 5, 7, 8]);
+    let (out, offset2bag, bag_size, max_indices) = run(0, Some(-10));
+    assert_eq!(f32s(&out), [sum(&a), vec![0.0; 4], sum(&b)].concat());
+    assert_eq!(offset2bag.to_vec::<i64>().unwrap(), [0, 0, 0, 2, 2, 2, 2, 2]);
+    assert_eq!((bag_size.to_vec::<i64>().unwrap(), max_indices.to_vec::<i64>().unwrap()), (vec![0; 3], vec![0; 3]));
+    let (out, _, bag_size, max_indices) = run(1, Some(-10));
+    let mean = |rows: &[i64]| sum(rows).iter().map(|s| s / rows.len() as f32).collect::<Vec<_>>();
+    let got = f32s(&out);
+    for (g, w) in got.iter().zip([mean(&a), vec![0.0; 4], mean(&b)].concat()) {
+        assert!((g - w).abs() <= 1e-6 * w.abs().max(1.0), "{got:?}");
+    }
+    assert_eq!(bag_size.to_vec::<i64>().unwrap(), [2, 0, 4]);
+    assert_eq!(max_indices.to_vec::<i64>().unwrap(), [2, 0, 4]);
+    // Without padding, row 0 is in the first and last bags: it is the maximum of column 1.
+    let (out, _, bag_size, max_indices) = run(2, None);
+    assert_eq!(f32s(&out), [9.0, 0.0, 90.0, 1.0, 0.0, 0.0, 0.0, 0.0, 8.0, 0.0, 80.0, 2.0]);
+    assert_eq!(bag_size.to_vec::<i64>().unwrap(), [3, 0, 5]);
+    assert_eq!(max_indices.sizes(), [3, 4]);
+    let m = max_indices.to_vec::<i64>().unwrap();
+    assert_eq!((&m[..3], &m[4..8], &m[8..11]), (&[9, 0, 9][..], &[0; 4][..], &[8, 0, 8][..]));
+    // Column 3 of the last bag ties (5 % 3 = 8 % 3): either row holds the maximum.
+    assert!(m[3] == 1 && [5, 8].contains(&m[11]), "{m:?}");
+    // Per-sample weights scale the rows of a sum; the plain overload has no padding.
+    let psw = Tensor::from_vec(vec![2.0f32, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], &[8]).unwrap();
+    let (out, ..) = ops::embedding_bag(&w, &idx, &offsets, false, 0, false, Some(&psw), false).unwrap();
+    assert_eq!(&f32s(&out)[..4], &[2.0, -2.0, 20.0, 2.0]);
+    // PyTorch's errors.
+    let err = |r: c10::Result<(Tensor, Tensor, Tensor, Tensor)>| r.unwrap_err().to_string();
+    let e = err(ops::embedding_bag_padding_idx(&w, &idx, &offsets, false, 1, false, None, false, Some(-11)));
+    assert!(e.contains("padding_idx must be within the number of embeddings, -10 through 9, but got -11"), "{e}");
+    let e = err(ops::embedding_bag(&w, &idx, &offsets, false, 3, false, None, false));
+    assert!(e.contains("`mode` must be sum, mean, or max."), "{e}");
+    let e = err(ops::embedding_bag(&w, &idx, &offsets, false, 1, false, Some(&psw), false));
+    assert!(e.contains("per_sample_weights only supported with mode='sum'"), "{e}");
+    let e = err(ops::embedding_bag(&w, &idx, &longs(&[1, 3]), false, 0, false, None, false));
+    assert!(e.contains("offsets[0] has to be 0"), "{e}");
+    let e = err(ops::embedding_bag(&w, &longs(&[1, 99]), &longs(&[0]), false, 0, false, None, false));
+    assert!(e.contains("99"), "{e}");
+}

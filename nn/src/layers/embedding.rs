@@ -286,8 +286,8 @@ impl EmbeddingBag {
 /// is one bag per row; a 1-D `input` is split into bags starting at `offsets`.
 /// `per_sample_weights` (mode `Sum` only) scales each embedding.
 ///
-/// Every kept entry is looked up once; `Sum` and `Mean` then add the rows into their bags with
-/// one `index_add`, `Max` reduces each bag's (contiguous) rows.
+/// The bags are computed by aten's `embedding_bag.padding_idx` (what PyTorch's traced and
+/// scripted `EmbeddingBag`s call).
 pub fn embedding_bag(
     weight: &Tensor,
     input: &Tensor,
@@ -309,104 +309,37 @@ pub fn embedding_bag(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum'",
         ));
     }
-    let (flat, bounds): (Tensor, Vec<i64>) = match (input.dim(), offsets) {
+    // A 2-D input is one bag per row: PyTorch's F.embedding_bag flattens it with offsets of
+    // its row starts (ignoring include_last_offset).
+    let (flat, offsets, include_last_offset) = match (input.dim(), offsets) {
         (2, None) => {
             let (b, n) = (input.sizes()[0], input.sizes()[1]);
-            (input.reshape(&[b * n])?, (0..=b).map(|i| i * n).collect())
+            let starts = Tensor::from_vec((0..b).map(|i| i * n).collect(), &[b])?.to_device(weight.device())?;
+            (input.reshape(&[b * n])?, starts, false)
         }
         (2, Some(_)) => return Err(invalid(op, "if input is 2D, then offsets has to be None")),
-        (1, Some(o)) => {
-            if o.dim() != 1 {
-                return Err(invalid(
-                    op,
-                    format!("offsets has to be a 1D Tensor, but got Tensor of dimension {}", o.dim()),
-                ));
-            }
-            let mut b = o.to(ScalarType::I64).call()?.to_vec::<i64>()?;
-            if options.include_last_offset {
-                if b.is_empty() {
-                    return Err(invalid(op, "include_last_offset: number of offset should be at least 1"));
-                }
-            } else {
-                b.push(input.numel());
-            }
-            if b.len() > 1 && b[0] != 0 {
-                return Err(invalid(
-                    op,
-                    format!(
-                        "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from \
-                         position 0. However, got {}",
-                        b[0]
-                    ),
-                ));
-            }
-            (input.clone(), b)
-        }
+        (1, Some(o)) => (input.clone(), o.clone(), options.include_last_offset),
         (1, None) => return Err(invalid(op, "offsets has to be a 1D Tensor but got None")),
         (d, _) => return Err(invalid(op, format!("input has to be 1D or 2D Tensor, but got Tensor of dimension {d}"))),
     };
-    let n = flat.numel();
-    // Every branch above leaves at least one bound: the bags are the gaps between them.
-    let bags = bounds.len() - 1;
-    let idx = flat.to(ScalarType::I64).call()?.to_vec::<i64>()?;
-    // Kept entries (not padding) in input order, with the bag of each; bags are contiguous.
-    let (mut pos, mut bag_of, mut counts) = (Vec::new(), Vec::new(), vec![0i64; bags]);
-    for b in 0..bags {
-        let (s, e) = (bounds[b], bounds[b + 1]);
-        if s < 0 || s > e || e > n {
-            return Err(invalid(
-                op,
-                format!("offsets must be non-decreasing and within the input, got start {s} end {e}"),
-            ));
-        }
-        for i in s..e {
-            if Some(idx[i as usize]) != padding_idx {
-                pos.push(i);
-                bag_of.push(b as i64);
-                counts[b] += 1;
-            }
-        }
-    }
     if let Some(max_norm) = options.max_norm {
         embedding_renorm_(weight, &flat, max_norm, options.norm_type)?;
     }
-    let dim = weight.sizes()[1];
-    let k = pos.len() as i64;
-    // The bookkeeping above ran on the host; its tensors go to the table's device, where the
-    // result is.
-    let dev = weight.device();
-    let pos = Tensor::from_vec(pos, &[k])?.to_device(dev)?;
-    let mut rows = ops::embedding(weight, &flat.index_select(0, &pos)?, -1, false, options.sparse)?;
-    if let Some(w) = per_sample_weights {
-        rows = rows.mul(&w.reshape(&[n])?.index_select(0, &pos)?.unsqueeze(1)?)?;
-    }
-    let zeros = ops::zeros(&[bags as i64, dim], Some(rows.dtype()), None, Some(dev), None)?;
-    match options.mode {
-        BagMode::Sum | BagMode::Mean => {
-            let sums =
-                ops::index_add(&zeros, 0, &Tensor::from_vec(bag_of, &[k])?.to_device(dev)?, &rows, Scalar::Int(1))?;
-            if options.mode == BagMode::Sum {
-                return Ok(sums);
-            }
-            let counts: Vec<f64> = counts.iter().map(|&c| c.max(1) as f64).collect();
-            let counts = Tensor::from_vec(counts, &[bags as i64, 1])?.to(rows.dtype()).call()?.to_device(dev)?;
-            sums.div(&counts).call()
-        }
-        BagMode::Max => {
-            let mut out = Vec::with_capacity(counts.len());
-            let mut start = 0;
-            for (b, &c) in counts.iter().enumerate() {
-                out.push(if c == 0 {
-                    zeros.select(0, b as i64)?
-                } else {
-                    rows.narrow(0, start, c)?.amax_with(&[0], false)?
-                });
-                start += c;
-            }
-            if out.is_empty() {
-                return Ok(zeros);
-            }
-            ops::stack(&out, 0)
-        }
-    }
+    let mode = match options.mode {
+        BagMode::Sum => 0,
+        BagMode::Mean => 1,
+        BagMode::Max => 2,
+    };
+    let (out, ..) = ops::embedding_bag_padding_idx(
+        weight,
+        &flat,
+        &offsets,
+        false,
+        mode,
+        options.sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )?;
+    Ok(out)
 }

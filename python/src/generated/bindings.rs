@@ -1444,6 +1444,13 @@ pub static BINDINGS: &[Binding] = &[
         overloads: &[("embedding", None)],
     },
     Binding {
+        name: "embedding_bag",
+        namespace: Namespace::Torch,
+        function: true,
+        method: false,
+        overloads: &[("embedding_bag", None), ("embedding_bag.padding_idx", None)],
+    },
+    Binding {
         name: "embedding_dense_backward",
         namespace: Namespace::Torch,
         function: true,
