@@ -469,6 +469,10 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::margin_ranking_loss::SCHEMA).expect("generated schema parses");
     d.def(handles::cosine_embedding_loss::SCHEMA).expect("generated schema parses");
     d.def(handles::triplet_margin_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::_ctc_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::_ctc_loss_backward::SCHEMA).expect("generated schema parses");
+    d.def(handles::ctc_loss_intlist::SCHEMA).expect("generated schema parses");
+    d.def(handles::ctc_loss_tensor::SCHEMA).expect("generated schema parses");
     d.def(handles::nll_loss::SCHEMA).expect("generated schema parses");
     d.def(handles::nll_loss2d::SCHEMA).expect("generated schema parses");
     d.def(handles::nll_loss_nd::SCHEMA).expect("generated schema parses");
@@ -7750,6 +7754,50 @@ pub fn register_cpu(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::_ctc_loss::NAME,
+        DispatchKey::CPU,
+        handles::_ctc_loss::kernel(|_ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity| {
+            crate::native::loss::ctc_loss_forward(
+                log_probs,
+                targets,
+                input_lengths,
+                target_lengths,
+                blank,
+                zero_infinity,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_ctc_loss_backward::NAME,
+        DispatchKey::CPU,
+        handles::_ctc_loss_backward::kernel(
+            |_ks,
+             grad,
+             log_probs,
+             targets,
+             input_lengths,
+             target_lengths,
+             neg_log_likelihood,
+             log_alpha,
+             blank,
+             zero_infinity| {
+                crate::native::loss::ctc_loss_backward(
+                    grad,
+                    log_probs,
+                    targets,
+                    input_lengths,
+                    target_lengths,
+                    neg_log_likelihood,
+                    log_alpha,
+                    blank,
+                    zero_infinity,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::nll_loss::NAME,
         DispatchKey::CPU,
         handles::nll_loss::kernel(|_ks, self_, target, weight, reduction, ignore_index| {
@@ -9931,6 +9979,42 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::triplet_margin_loss::kernel(|_ks, anchor, positive, negative, margin, p, eps, swap, reduction| {
             crate::native::loss::triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ctc_loss_intlist::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::ctc_loss_intlist::kernel(
+            |_ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity| {
+                crate::native::loss::ctc_loss(
+                    log_probs,
+                    targets,
+                    input_lengths,
+                    target_lengths,
+                    blank,
+                    reduction,
+                    zero_infinity,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ctc_loss_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::ctc_loss_tensor::kernel(
+            |_ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity| {
+                crate::native::loss::ctc_loss_tensor(
+                    log_probs,
+                    targets,
+                    input_lengths,
+                    target_lengths,
+                    blank,
+                    reduction,
+                    zero_infinity,
+                )
+            },
+        ),
     )
     .expect("generated registration");
     d.register_kernel(

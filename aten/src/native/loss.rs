@@ -1071,3 +1071,328 @@ pub fn multilabel_margin_loss(input: &Tensor, target: &Tensor, reduction_: i64) 
         ops::div_scalar(&ops::sum_dim_intlist(&ops::mul(&hinge, &wts)?, Some(&[1, 2]), false, None)?, Scalar::Int(c))?;
     finish_margin(loss, single, r)
 }
+
+// Note [CTC loss]: `_ctc_loss` runs the connectionist temporal classification forward (alpha)
+// recursion of Graves et al. in log space over the extended target (a blank before, between and
+// after the labels), per batch element, in f64 whatever the input's float type; it returns the
+// negative log-likelihood per element and the log-alphas, `(B, T, 2 * S_max + 1)`, which the
+// backward reuses. `_ctc_loss_backward` runs the beta recursion and gives, as PyTorch's kernel
+// does, `exp(log_probs) - exp(log(alpha beta / y) + nll)` times the incoming gradient: the
+// gradient through a `log_softmax` in front of the loss (the `exp(log_probs)` term cancels in
+// its backward), not the plain derivative with respect to `log_probs`; steps past an element's
+// input length get zero. `targets` is `(B, S_max)` padded or 1-D, the targets concatenated.
+
+/// The checked shape of a CTC problem: `(T, B, C)`, and where each element's targets start.
+struct CtcProblem {
+    t: usize,
+    b: usize,
+    c: usize,
+    input_lengths: Vec<usize>,
+    target_lengths: Vec<usize>,
+    target_starts: Vec<usize>,
+    max_target: usize,
+    targets: Vec<i64>,
+    blank: usize,
+}
+
+fn ctc_problem(
+    op: &str,
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &[i64],
+    target_lengths: &[i64],
+    blank: i64,
+) -> Result<CtcProblem> {
+    let bad = |m: String| Error::invalid(op, m);
+    if log_probs.dim() != 3 {
+        return Err(bad(format!("expected log_probs of shape (T, N, C), got {:?}", log_probs.sizes())));
+    }
+    if !matches!(log_probs.dtype(), ScalarType::F32 | ScalarType::F64) {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype: log_probs.dtype() });
+    }
+    let (t, b, c) = (log_probs.sizes()[0] as usize, log_probs.sizes()[1] as usize, log_probs.sizes()[2] as usize);
+    if blank < 0 || blank as usize >= c {
+        return Err(bad(format!("blank must be in label range, got blank {blank} for {c} classes")));
+    }
+    if input_lengths.len() != b || target_lengths.len() != b {
+        return Err(bad(format!(
+            "input_lengths and target_lengths must have one entry per batch element ({b}), got {} and {}",
+            input_lengths.len(),
+            target_lengths.len()
+        )));
+    }
+    if !matches!(targets.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(bad(format!("expected targets of type Long or Int, got {:?}", targets.dtype())));
+    }
+    let mut lengths = Vec::with_capacity(b);
+    for &il in input_lengths {
+        if il < 0 || il as usize > t {
+            return Err(bad(format!("Expected input_lengths to have value at most {t}, but got value {il}")));
+        }
+        lengths.push(il as usize);
+    }
+    let mut tl = Vec::with_capacity(b);
+    for &l in target_lengths {
+        if l < 0 {
+            return Err(bad(format!("target_lengths must be non-negative, got {l}")));
+        }
+        tl.push(l as usize);
+    }
+    let flat = crate::ops::to(targets, ScalarType::I64, false, false, None)?.to_vec::<i64>()?;
+    let (starts, max_target) = match targets.dim() {
+        1 => {
+            let total: usize = tl.iter().sum();
+            if total > flat.len() {
+                return Err(bad(format!(
+                    "the target lengths sum to {total}, but targets has only {} elements",
+                    flat.len()
+                )));
+            }
+            let starts: Vec<usize> = tl.iter().scan(0, |acc, &l| Some(std::mem::replace(acc, *acc + l))).collect();
+            (starts, tl.iter().copied().max().unwrap_or(0))
+        }
+        2 => {
+            let (rows, width) = (targets.sizes()[0] as usize, targets.sizes()[1] as usize);
+            if rows != b {
+                return Err(bad(format!("expected {b} rows of targets, got {rows}")));
+            }
+            if let Some(&l) = tl.iter().find(|&&l| l > width) {
+                return Err(bad(format!(
+                    "Expected tensor to have size at least {l} at dimension 1, but got size {width} for argument #2 'targets'"
+                )));
+            }
+            ((0..b).map(|i| i * width).collect(), width)
+        }
+        d => return Err(bad(format!("targets must be 1-D or 2-D, got {d} dimensions"))),
+    };
+    for i in 0..b {
+        for &label in &flat[starts[i]..starts[i] + tl[i]] {
+            if label < 0 || label as usize >= c {
+                return Err(bad(format!("target label {label} is out of range for {c} classes")));
+            }
+        }
+    }
+    Ok(CtcProblem {
+        t,
+        b,
+        c,
+        input_lengths: lengths,
+        target_lengths: tl,
+        target_starts: starts,
+        max_target,
+        targets: flat,
+        blank: blank as usize,
+    })
+}
+
+impl CtcProblem {
+    /// Label `s` of element `i`'s extended target (blanks at even places).
+    fn label(&self, i: usize, s: usize) -> usize {
+        if s.is_multiple_of(2) {
+            self.blank
+        } else {
+            self.targets[self.target_starts[i] + s / 2] as usize
+        }
+    }
+    /// Whether the recursion may skip from place `s - 2` to `s` (a label differing from the one
+    /// two places before).
+    fn can_skip(&self, i: usize, s: usize) -> bool {
+        s >= 2 && s % 2 == 1 && self.label(i, s) != self.label(i, s - 2)
+    }
+}
+
+fn log_add(a: f64, b: f64) -> f64 {
+    if a == f64::NEG_INFINITY {
+        return b;
+    }
+    if b == f64::NEG_INFINITY {
+        return a;
+    }
+    let m = a.max(b);
+    m + ((a - m).exp() + (b - m).exp()).ln()
+}
+
+/// `_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths,
+/// int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)` (Note [CTC loss]).
+pub fn ctc_loss_forward(
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &[i64],
+    target_lengths: &[i64],
+    blank: i64,
+    _zero_infinity: bool,
+) -> Result<(Tensor, Tensor)> {
+    let op = "ctc_loss";
+    let p = ctc_problem(op, log_probs, targets, input_lengths, target_lengths, blank)?;
+    let lp = crate::ops::to(log_probs, ScalarType::F64, false, false, None)?.to_vec::<f64>()?;
+    let width = 2 * p.max_target + 1;
+    let mut alpha = c10::size::try_vec_filled(f64::NEG_INFINITY, p.b * p.t * width)?;
+    let mut nll = vec![0f64; p.b];
+    let at = |t: usize, i: usize, c: usize| lp[(t * p.b + i) * p.c + c];
+    for i in 0..p.b {
+        let (tn, len) = (p.input_lengths[i], 2 * p.target_lengths[i] + 1);
+        let a = &mut alpha[i * p.t * width..(i + 1) * p.t * width];
+        if tn == 0 {
+            // No steps: only an empty target has probability one.
+            nll[i] = if p.target_lengths[i] == 0 { 0.0 } else { f64::INFINITY };
+            continue;
+        }
+        a[0] = at(0, i, p.blank);
+        if len > 1 {
+            a[1] = at(0, i, p.label(i, 1));
+        }
+        for t in 1..tn {
+            for s in 0..len {
+                let mut v = a[(t - 1) * width + s];
+                if s >= 1 {
+                    v = log_add(v, a[(t - 1) * width + s - 1]);
+                }
+                if p.can_skip(i, s) {
+                    v = log_add(v, a[(t - 1) * width + s - 2]);
+                }
+                a[t * width + s] = if v == f64::NEG_INFINITY { v } else { v + at(t, i, p.label(i, s)) };
+            }
+        }
+        let last = (tn - 1) * width;
+        let ll = if len > 1 { log_add(a[last + len - 1], a[last + len - 2]) } else { a[last] };
+        nll[i] = -ll;
+    }
+    let dtype = log_probs.dtype();
+    let nll = tensor_from_f64(&nll, &[p.b as i64], dtype)?;
+    let alpha = tensor_from_f64(&alpha, &[p.b as i64, p.t as i64, width as i64], dtype)?;
+    Ok((nll, alpha))
+}
+
+/// `_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths,
+/// int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank,
+/// bool zero_infinity=False) -> Tensor` (Note [CTC loss]).
+#[allow(clippy::too_many_arguments)]
+pub fn ctc_loss_backward(
+    grad: &Tensor,
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &[i64],
+    target_lengths: &[i64],
+    neg_log_likelihood: &Tensor,
+    log_alpha: &Tensor,
+    blank: i64,
+    zero_infinity: bool,
+) -> Result<Tensor> {
+    let op = "ctc_loss_backward";
+    let p = ctc_problem(op, log_probs, targets, input_lengths, target_lengths, blank)?;
+    let width = 2 * p.max_target + 1;
+    if log_alpha.sizes() != [p.b as i64, p.t as i64, width as i64] || neg_log_likelihood.numel() != p.b as i64 {
+        return Err(Error::invalid(
+            op,
+            "log_alpha and neg_log_likelihood must be _ctc_loss's outputs for these inputs",
+        ));
+    }
+    let f64s = |t: &Tensor| crate::ops::to(t, ScalarType::F64, false, false, None)?.to_vec::<f64>();
+    let (lp, alpha, nll) = (f64s(log_probs)?, f64s(log_alpha)?, f64s(neg_log_likelihood)?);
+    let g = f64s(&crate::ops::expand(grad, &[p.b as i64], false)?)?;
+    let at = |t: usize, i: usize, c: usize| lp[(t * p.b + i) * p.c + c];
+    let mut out = c10::size::try_vec_filled(0f64, p.t * p.b * p.c)?;
+    let mut beta = vec![f64::NEG_INFINITY; p.t * width];
+    let mut lcab = vec![f64::NEG_INFINITY; p.c];
+    for i in 0..p.b {
+        let (tn, len) = (p.input_lengths[i], 2 * p.target_lengths[i] + 1);
+        if tn == 0 || (zero_infinity && nll[i] == f64::INFINITY) {
+            continue;
+        }
+        beta.fill(f64::NEG_INFINITY);
+        let last = (tn - 1) * width;
+        beta[last + len - 1] = at(tn - 1, i, p.blank);
+        if len > 1 {
+            beta[last + len - 2] = at(tn - 1, i, p.label(i, len - 2));
+        }
+        for t in (0..tn - 1).rev() {
+            for s in 0..len {
+                let mut v = beta[(t + 1) * width + s];
+                if s + 1 < len {
+                    v = log_add(v, beta[(t + 1) * width + s + 1]);
+                }
+                if s + 2 < len && p.can_skip(i, s + 2) {
+                    v = log_add(v, beta[(t + 1) * width + s + 2]);
+                }
+                beta[t * width + s] = if v == f64::NEG_INFINITY { v } else { v + at(t, i, p.label(i, s)) };
+            }
+        }
+        let a = &alpha[i * p.t * width..(i + 1) * p.t * width];
+        for t in 0..tn {
+            lcab.fill(f64::NEG_INFINITY);
+            for s in 0..len {
+                let l = p.label(i, s);
+                lcab[l] = log_add(lcab[l], a[t * width + s] + beta[t * width + s]);
+            }
+            for (c, &ab) in lcab.iter().enumerate() {
+                let x = at(t, i, c);
+                out[(t * p.b + i) * p.c + c] = (x.exp() - (ab + nll[i] - x).exp()) * g[i];
+            }
+        }
+    }
+    tensor_from_f64(&out, log_probs.sizes(), log_probs.dtype())
+}
+
+/// `ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths,
+/// int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor`: `nn.CTCLoss`. An
+/// unbatched `(T, C)` input takes 1-D targets; `zero_infinity` gives impossible alignments a
+/// loss (and gradient) of zero; `Mean` divides each loss by its target length (at least 1)
+/// before averaging over the batch.
+pub fn ctc_loss(
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &[i64],
+    target_lengths: &[i64],
+    blank: i64,
+    reduction_: i64,
+    zero_infinity: bool,
+) -> Result<Tensor> {
+    let r = reduction("ctc_loss", reduction_)?;
+    let unbatched = log_probs.dim() == 2;
+    let (lp, tg) = if unbatched {
+        (crate::ops::unsqueeze(log_probs, 1)?, crate::ops::unsqueeze(targets, 0)?)
+    } else {
+        (log_probs.clone(), targets.clone())
+    };
+    let (mut nll, _) = crate::ops::_ctc_loss(&lp, &tg, input_lengths, target_lengths, blank, zero_infinity)?;
+    if zero_infinity {
+        let inf = crate::ops::eq_scalar(&nll, Scalar::Float(f64::INFINITY))?;
+        nll = crate::ops::masked_fill(&nll, &inf, Scalar::Float(0.0))?;
+    }
+    let loss = match r {
+        Reduction::Mean => {
+            let lengths: Vec<f64> = target_lengths.iter().map(|&l| l.max(1) as f64).collect();
+            let lengths = tensor_from_f64(&lengths, &[lengths.len() as i64], nll.dtype())?;
+            crate::ops::mean(&crate::ops::div(&nll, &lengths)?, None)?
+        }
+        Reduction::Sum => crate::ops::sum(&nll, None)?,
+        Reduction::None => nll,
+    };
+    if unbatched && r == Reduction::None {
+        crate::ops::squeeze_dim(&loss, 0)
+    } else {
+        Ok(loss)
+    }
+}
+
+/// `ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths,
+/// int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor`: [`ctc_loss`] with the
+/// lengths as integer tensors.
+pub fn ctc_loss_tensor(
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &Tensor,
+    target_lengths: &Tensor,
+    blank: i64,
+    reduction_: i64,
+    zero_infinity: bool,
+) -> Result<Tensor> {
+    let ints = |t: &Tensor, name: &str| {
+        if t.dtype().is_floating_point() || t.dtype().is_complex() || t.dim() > 1 {
+            return Err(Error::invalid("ctc_loss", format!("{name} must be a 0-D or 1-D integer tensor")));
+        }
+        crate::ops::to(t, ScalarType::I64, false, false, None)?.reshape(&[-1])?.to_vec::<i64>()
+    };
+    let (il, tl) = (ints(input_lengths, "input_lengths")?, ints(target_lengths, "target_lengths")?);
+    ctc_loss(log_probs, targets, &il, &tl, blank, reduction_, zero_infinity)
+}

@@ -4807,7 +4807,57 @@ pub(crate) fn binary_cross_entropy_with_logits(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:449).
+/// Autograd kernel of `_ctc_loss` (autograd/derivatives.yaml:449).
+pub(crate) fn _ctc_loss(
+    ks: DispatchKeySet,
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &[i64],
+    target_lengths: &[i64],
+    blank: i64,
+    zero_infinity: bool,
+) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(log_probs)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CtcLossBackward0 {
+            core,
+            log_probs: SavedVariable::new(log_probs)?,
+            targets: SavedVariable::new(targets)?,
+            input_lengths: input_lengths.to_vec(),
+            target_lengths: target_lengths.to_vec(),
+            blank: blank,
+            zero_infinity: zero_infinity,
+            result0: SavedVariable::default(),
+            result1: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_ctc_loss::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            blank,
+            zero_infinity,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        f.result0.set_output(&result_.0, Arc::downgrade(&node), 0)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:453).
 pub(crate) fn nll_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4848,7 +4898,7 @@ pub(crate) fn nll_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:452).
+/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:456).
 pub(crate) fn nll_loss2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4889,7 +4939,7 @@ pub(crate) fn nll_loss2d(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:455).
+/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:459).
 pub(crate) fn nll_loss_nd(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4930,7 +4980,7 @@ pub(crate) fn nll_loss_nd(
     Ok(result_)
 }
 
-/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:458): the decomposition when an input requires grad.
+/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:462): the decomposition when an input requires grad.
 pub(crate) fn cross_entropy_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4962,7 +5012,7 @@ pub(crate) fn cross_entropy_loss(
     )
 }
 
-/// Autograd kernel of `topk` (autograd/derivatives.yaml:461).
+/// Autograd kernel of `topk` (autograd/derivatives.yaml:465).
 pub(crate) fn topk(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4997,7 +5047,7 @@ pub(crate) fn topk(
     Ok(result_)
 }
 
-/// Autograd kernel of `sort` (autograd/derivatives.yaml:465).
+/// Autograd kernel of `sort` (autograd/derivatives.yaml:469).
 pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5025,7 +5075,7 @@ pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:469).
+/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:473).
 pub(crate) fn kthvalue(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5060,7 +5110,7 @@ pub(crate) fn kthvalue(
     Ok(result_)
 }
 
-/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:473).
+/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:477).
 pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5089,7 +5139,7 @@ pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: 
     Ok(result_)
 }
 
-/// Autograd kernel of `cummax` (autograd/derivatives.yaml:477).
+/// Autograd kernel of `cummax` (autograd/derivatives.yaml:481).
 pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5117,7 +5167,7 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `cummin` (autograd/derivatives.yaml:481).
+/// Autograd kernel of `cummin` (autograd/derivatives.yaml:485).
 pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5145,7 +5195,7 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `logit` (autograd/derivatives.yaml:485).
+/// Autograd kernel of `logit` (autograd/derivatives.yaml:489).
 pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5165,7 +5215,7 @@ pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:488).
+/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:492).
 pub(crate) fn prod_dim_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5199,7 +5249,7 @@ pub(crate) fn prod_dim_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:491).
+/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:495).
 pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5226,7 +5276,7 @@ pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Optio
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:494).
+/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:498).
 pub(crate) fn norm_scalaropt_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5261,7 +5311,7 @@ pub(crate) fn norm_scalaropt_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat` (autograd/derivatives.yaml:497).
+/// Autograd kernel of `repeat` (autograd/derivatives.yaml:501).
 pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5281,7 +5331,7 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:500).
+/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:504).
 pub(crate) fn scatter_src(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5307,7 +5357,7 @@ pub(crate) fn scatter_src(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:500).
+/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:504).
 pub(crate) fn scatter_src_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5337,7 +5387,7 @@ pub(crate) fn scatter_src_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_put` (autograd/derivatives.yaml:504).
+/// Autograd kernel of `index_put` (autograd/derivatives.yaml:508).
 pub(crate) fn index_put(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5369,7 +5419,7 @@ pub(crate) fn index_put(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:504).
+/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:508).
 pub(crate) fn index_put_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5405,7 +5455,7 @@ pub(crate) fn index_put_(
     Ok(result_)
 }
 
-/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:508).
+/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:512).
 pub(crate) fn smooth_l1_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5443,7 +5493,7 @@ pub(crate) fn smooth_l1_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:512).
+/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:516).
 pub(crate) fn huber_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5475,7 +5525,7 @@ pub(crate) fn huber_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:516).
+/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:520).
 pub(crate) fn kl_div(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5507,7 +5557,7 @@ pub(crate) fn kl_div(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
+/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:524): the decomposition when an input requires grad.
 pub(crate) fn native_batch_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5545,7 +5595,7 @@ pub(crate) fn native_batch_norm(
     )
 }
 
-/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
+/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:527): the decomposition when an input requires grad.
 pub(crate) fn native_group_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5574,7 +5624,7 @@ pub(crate) fn native_group_norm(
     )
 }
 
-/// Autograd kernel of `prelu` (autograd/derivatives.yaml:526): the decomposition when an input requires grad.
+/// Autograd kernel of `prelu` (autograd/derivatives.yaml:530): the decomposition when an input requires grad.
 pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_), Some(weight)]) {
         return crate::decompositions::prelu(self_, weight);
@@ -5583,7 +5633,7 @@ pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Resu
     handles::prelu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, weight)
 }
 
-/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:529): the decomposition when an input requires grad.
+/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:533): the decomposition when an input requires grad.
 pub(crate) fn binary_cross_entropy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5604,7 +5654,7 @@ pub(crate) fn binary_cross_entropy(
     )
 }
 
-/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:532): the decomposition when an input requires grad.
+/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:536): the decomposition when an input requires grad.
 pub(crate) fn instance_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5645,7 +5695,7 @@ pub(crate) fn instance_norm(
     )
 }
 
-/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:535): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:539): the decomposition when an input requires grad.
 pub(crate) fn upsample_bilinear2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5666,7 +5716,7 @@ pub(crate) fn upsample_bilinear2d_vec(
     )
 }
 
-/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:538).
+/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:542).
 pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5693,7 +5743,7 @@ pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:542).
+/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:546).
 pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5720,7 +5770,7 @@ pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:546).
+/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:550).
 pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5747,7 +5797,7 @@ pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:550).
+/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:554).
 pub(crate) fn max_pool3d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5790,7 +5840,7 @@ pub(crate) fn max_pool3d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:554): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:558): the decomposition when an input requires grad.
 pub(crate) fn max_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5815,7 +5865,7 @@ pub(crate) fn max_pool3d(
     )
 }
 
-/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:557).
+/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:561).
 pub(crate) fn div_tensor_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5846,7 +5896,7 @@ pub(crate) fn div_tensor_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:557).
+/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:561).
 pub(crate) fn div_tensor_mode_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5886,7 +5936,7 @@ pub(crate) fn div_tensor_mode_(
     Ok(result_)
 }
 
-/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:561).
+/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:565).
 pub(crate) fn div_scalar_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5911,7 +5961,7 @@ pub(crate) fn div_scalar_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:564).
+/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:568).
 pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5938,7 +5988,7 @@ pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i6
     Ok(result_)
 }
 
-/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:567).
+/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:571).
 pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5958,7 +6008,7 @@ pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: 
     Ok(result_)
 }
 
-/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:570).
+/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:574).
 pub(crate) fn movedim_intlist(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5984,7 +6034,7 @@ pub(crate) fn movedim_intlist(
     Ok(result_)
 }
 
-/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:573).
+/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:577).
 pub(crate) fn baddbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6019,7 +6069,7 @@ pub(crate) fn baddbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:578).
+/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:582).
 pub(crate) fn addbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6055,7 +6105,7 @@ pub(crate) fn addbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `vdot` (autograd/derivatives.yaml:583).
+/// Autograd kernel of `vdot` (autograd/derivatives.yaml:587).
 pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6081,7 +6131,7 @@ pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:587).
+/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:591).
 pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6108,7 +6158,7 @@ pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:590).
+/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:594).
 pub(crate) fn clamp_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6138,7 +6188,7 @@ pub(crate) fn clamp_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:590).
+/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:594).
 pub(crate) fn clamp_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6172,7 +6222,7 @@ pub(crate) fn clamp_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:595).
+/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:599).
 pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6192,7 +6242,7 @@ pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:595).
+/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:599).
 pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6220,7 +6270,7 @@ pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:599).
+/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:603).
 pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6240,7 +6290,7 @@ pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:599).
+/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:603).
 pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6268,7 +6318,7 @@ pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:603).
+/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:607).
 pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6288,7 +6338,7 @@ pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:603).
+/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:607).
 pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6312,7 +6362,7 @@ pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64)
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:606).
+/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:610).
 pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6334,7 +6384,7 @@ pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:606).
+/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:610).
 pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6363,7 +6413,7 @@ pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar
     Ok(result_)
 }
 
-/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:609).
+/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:613).
 pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6385,7 +6435,7 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:613).
+/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:617).
 pub(crate) fn native_dropout(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6413,7 +6463,7 @@ pub(crate) fn native_dropout(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:617).
+/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:621).
 pub(crate) fn index_copy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6444,7 +6494,7 @@ pub(crate) fn index_copy(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:617).
+/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:621).
 pub(crate) fn index_copy_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6479,7 +6529,7 @@ pub(crate) fn index_copy_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:621).
+/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:625).
 pub(crate) fn index_fill_int_scalar(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6511,7 +6561,7 @@ pub(crate) fn index_fill_int_scalar(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:621).
+/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:625).
 pub(crate) fn index_fill_int_scalar_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6547,7 +6597,7 @@ pub(crate) fn index_fill_int_scalar_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:624).
+/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:628).
 pub(crate) fn index_fill_int_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6579,7 +6629,7 @@ pub(crate) fn index_fill_int_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:624).
+/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:628).
 pub(crate) fn index_fill_int_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6615,7 +6665,7 @@ pub(crate) fn index_fill_int_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:628).
+/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:632).
 pub(crate) fn scatter_value(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6641,7 +6691,7 @@ pub(crate) fn scatter_value(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:628).
+/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:632).
 pub(crate) fn scatter_value_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6671,7 +6721,7 @@ pub(crate) fn scatter_value_(
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:631).
+/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:635).
 pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6695,7 +6745,7 @@ pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:631).
+/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:635).
 pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6723,7 +6773,7 @@ pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor,
     Ok(result_)
 }
 
-/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:635).
+/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:639).
 pub(crate) fn sort_stable(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6757,7 +6807,7 @@ pub(crate) fn sort_stable(
     Ok(result_)
 }
 
-/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:639).
+/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:643).
 pub(crate) fn split_with_sizes(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6788,7 +6838,7 @@ pub(crate) fn split_with_sizes(
     Ok(result_)
 }
 
-/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:646): the decomposition when an input requires grad.
 pub(crate) fn avg_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6823,7 +6873,7 @@ pub(crate) fn avg_pool3d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:649): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool3d(self_, output_size);
@@ -6832,7 +6882,7 @@ pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool3d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:652): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest1d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6851,7 +6901,7 @@ pub(crate) fn upsample_nearest1d_vec(
     )
 }
 
-/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:655): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest3d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6870,7 +6920,7 @@ pub(crate) fn upsample_nearest3d_vec(
     )
 }
 
-/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:658): the decomposition when an input requires grad.
 pub(crate) fn avg_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6905,7 +6955,7 @@ pub(crate) fn avg_pool2d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:661): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
@@ -6914,7 +6964,7 @@ pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:660): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:664): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6933,7 +6983,7 @@ pub(crate) fn upsample_nearest2d_vec(
     )
 }
 
-/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:663): the decomposition when an input requires grad.
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:667): the decomposition when an input requires grad.
 pub(crate) fn scaled_dot_product_attention(
     ks: DispatchKeySet,
     query: &Tensor,
@@ -6964,7 +7014,7 @@ pub(crate) fn scaled_dot_product_attention(
     )
 }
 
-/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:666): the decomposition when an input requires grad.
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:670): the decomposition when an input requires grad.
 pub(crate) fn var_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6985,7 +7035,7 @@ pub(crate) fn var_mean_correction(
     )
 }
 
-/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:669): the decomposition when an input requires grad.
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:673): the decomposition when an input requires grad.
 pub(crate) fn std_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7006,7 +7056,7 @@ pub(crate) fn std_mean_correction(
     )
 }
 
-/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:672).
+/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:676).
 pub(crate) fn nan_to_num(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7032,7 +7082,7 @@ pub(crate) fn nan_to_num(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:672).
+/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:676).
 pub(crate) fn nan_to_num_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7062,7 +7112,7 @@ pub(crate) fn nan_to_num_(
     Ok(result_)
 }
 
-/// Autograd kernel of `selu` (autograd/derivatives.yaml:675).
+/// Autograd kernel of `selu` (autograd/derivatives.yaml:679).
 pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7082,7 +7132,7 @@ pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:675).
+/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:679).
 pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7106,7 +7156,7 @@ pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `celu` (autograd/derivatives.yaml:678).
+/// Autograd kernel of `celu` (autograd/derivatives.yaml:682).
 pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7126,7 +7176,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:678).
+/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:682).
 pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7154,7 +7204,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:681).
+/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:685).
 pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7174,7 +7224,7 @@ pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:681).
+/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:685).
 pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7202,7 +7252,7 @@ pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:684).
+/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:688).
 pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7222,7 +7272,7 @@ pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:684).
+/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:688).
 pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7250,7 +7300,7 @@ pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:687).
+/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:691).
 pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7272,7 +7322,7 @@ pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:687).
+/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:691).
 pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7301,7 +7351,7 @@ pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `fmax` (autograd/derivatives.yaml:690).
+/// Autograd kernel of `fmax` (autograd/derivatives.yaml:694).
 pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7321,7 +7371,7 @@ pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `fmin` (autograd/derivatives.yaml:694).
+/// Autograd kernel of `fmin` (autograd/derivatives.yaml:698).
 pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7341,7 +7391,7 @@ pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `glu` (autograd/derivatives.yaml:698).
+/// Autograd kernel of `glu` (autograd/derivatives.yaml:702).
 pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7361,7 +7411,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `rot90` (autograd/derivatives.yaml:701).
+/// Autograd kernel of `rot90` (autograd/derivatives.yaml:705).
 pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7381,7 +7431,7 @@ pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `diag` (autograd/derivatives.yaml:704).
+/// Autograd kernel of `diag` (autograd/derivatives.yaml:708).
 pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7401,7 +7451,7 @@ pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:707).
+/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:711).
 pub(crate) fn repeat_interleave_self_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7438,7 +7488,7 @@ pub(crate) fn repeat_interleave_self_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:710).
+/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:714).
 pub(crate) fn repeat_interleave_self_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7475,7 +7525,7 @@ pub(crate) fn repeat_interleave_self_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `unfold` (autograd/derivatives.yaml:713).
+/// Autograd kernel of `unfold` (autograd/derivatives.yaml:717).
 pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7502,7 +7552,7 @@ pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:716).
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:720).
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7526,7 +7576,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `take` (autograd/derivatives.yaml:719).
+/// Autograd kernel of `take` (autograd/derivatives.yaml:723).
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7546,7 +7596,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `median` (autograd/derivatives.yaml:722).
+/// Autograd kernel of `median` (autograd/derivatives.yaml:726).
 pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7568,7 +7618,7 @@ pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:725).
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:729).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7604,7 +7654,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:728).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:732).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7640,7 +7690,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:731).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:735).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7678,7 +7728,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:734).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:738).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7714,7 +7764,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:737).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:741).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7750,7 +7800,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:740).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:744).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7786,7 +7836,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:743).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:747).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7806,7 +7856,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:746).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:750).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7826,7 +7876,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:749).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:753).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7858,7 +7908,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:752).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:756).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7883,7 +7933,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:755).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:759).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -7908,7 +7958,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:758).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:762).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7933,7 +7983,7 @@ pub(crate) fn normal_tensor_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:761).
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:765).
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7953,7 +8003,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:764).
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:768).
 pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7973,7 +8023,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:764).
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:768).
 pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7997,7 +8047,7 @@ pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Sc
     Ok(result_)
 }
 
-/// Autograd kernel of `lgamma` (autograd/derivatives.yaml:768).
+/// Autograd kernel of `lgamma` (autograd/derivatives.yaml:772).
 pub(crate) fn lgamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8017,7 +8067,7 @@ pub(crate) fn lgamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `digamma` (autograd/derivatives.yaml:771).
+/// Autograd kernel of `digamma` (autograd/derivatives.yaml:775).
 pub(crate) fn digamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8037,7 +8087,7 @@ pub(crate) fn digamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `polygamma` (autograd/derivatives.yaml:774).
+/// Autograd kernel of `polygamma` (autograd/derivatives.yaml:778).
 pub(crate) fn polygamma(ks: DispatchKeySet, n: i64, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8057,7 +8107,7 @@ pub(crate) fn polygamma(ks: DispatchKeySet, n: i64, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `i0` (autograd/derivatives.yaml:777).
+/// Autograd kernel of `i0` (autograd/derivatives.yaml:781).
 pub(crate) fn i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8077,7 +8127,7 @@ pub(crate) fn i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i0e` (autograd/derivatives.yaml:780).
+/// Autograd kernel of `special_i0e` (autograd/derivatives.yaml:784).
 pub(crate) fn special_i0e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8103,7 +8153,7 @@ pub(crate) fn special_i0e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i1` (autograd/derivatives.yaml:783).
+/// Autograd kernel of `special_i1` (autograd/derivatives.yaml:787).
 pub(crate) fn special_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8125,7 +8175,7 @@ pub(crate) fn special_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i1e` (autograd/derivatives.yaml:786).
+/// Autograd kernel of `special_i1e` (autograd/derivatives.yaml:790).
 pub(crate) fn special_i1e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8151,7 +8201,7 @@ pub(crate) fn special_i1e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_erfcx` (autograd/derivatives.yaml:789).
+/// Autograd kernel of `special_erfcx` (autograd/derivatives.yaml:793).
 pub(crate) fn special_erfcx(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8177,7 +8227,7 @@ pub(crate) fn special_erfcx(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `special_ndtr` (autograd/derivatives.yaml:792).
+/// Autograd kernel of `special_ndtr` (autograd/derivatives.yaml:796).
 pub(crate) fn special_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8197,7 +8247,7 @@ pub(crate) fn special_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `special_ndtri` (autograd/derivatives.yaml:795).
+/// Autograd kernel of `special_ndtri` (autograd/derivatives.yaml:799).
 pub(crate) fn special_ndtri(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8219,7 +8269,7 @@ pub(crate) fn special_ndtri(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `special_log_ndtr` (autograd/derivatives.yaml:798).
+/// Autograd kernel of `special_log_ndtr` (autograd/derivatives.yaml:802).
 pub(crate) fn special_log_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8245,7 +8295,7 @@ pub(crate) fn special_log_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Ten
     Ok(result_)
 }
 
-/// Autograd kernel of `special_entr` (autograd/derivatives.yaml:801).
+/// Autograd kernel of `special_entr` (autograd/derivatives.yaml:805).
 pub(crate) fn special_entr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8265,7 +8315,7 @@ pub(crate) fn special_entr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `special_zeta` (autograd/derivatives.yaml:804).
+/// Autograd kernel of `special_zeta` (autograd/derivatives.yaml:808).
 pub(crate) fn special_zeta(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8289,7 +8339,7 @@ pub(crate) fn special_zeta(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_j0` (autograd/derivatives.yaml:807).
+/// Autograd kernel of `special_bessel_j0` (autograd/derivatives.yaml:811).
 pub(crate) fn special_bessel_j0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8309,7 +8359,7 @@ pub(crate) fn special_bessel_j0(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_j1` (autograd/derivatives.yaml:810).
+/// Autograd kernel of `special_bessel_j1` (autograd/derivatives.yaml:814).
 pub(crate) fn special_bessel_j1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8335,7 +8385,7 @@ pub(crate) fn special_bessel_j1(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_y0` (autograd/derivatives.yaml:813).
+/// Autograd kernel of `special_bessel_y0` (autograd/derivatives.yaml:817).
 pub(crate) fn special_bessel_y0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8355,7 +8405,7 @@ pub(crate) fn special_bessel_y0(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_y1` (autograd/derivatives.yaml:816).
+/// Autograd kernel of `special_bessel_y1` (autograd/derivatives.yaml:820).
 pub(crate) fn special_bessel_y1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8381,7 +8431,7 @@ pub(crate) fn special_bessel_y1(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_i0` (autograd/derivatives.yaml:819).
+/// Autograd kernel of `special_modified_bessel_i0` (autograd/derivatives.yaml:823).
 pub(crate) fn special_modified_bessel_i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8401,7 +8451,7 @@ pub(crate) fn special_modified_bessel_i0(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_i1` (autograd/derivatives.yaml:822).
+/// Autograd kernel of `special_modified_bessel_i1` (autograd/derivatives.yaml:826).
 pub(crate) fn special_modified_bessel_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8427,7 +8477,7 @@ pub(crate) fn special_modified_bessel_i1(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_k0` (autograd/derivatives.yaml:825).
+/// Autograd kernel of `special_modified_bessel_k0` (autograd/derivatives.yaml:829).
 pub(crate) fn special_modified_bessel_k0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8447,7 +8497,7 @@ pub(crate) fn special_modified_bessel_k0(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_k1` (autograd/derivatives.yaml:828).
+/// Autograd kernel of `special_modified_bessel_k1` (autograd/derivatives.yaml:832).
 pub(crate) fn special_modified_bessel_k1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8473,7 +8523,7 @@ pub(crate) fn special_modified_bessel_k1(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter_reduce.two` (autograd/derivatives.yaml:831): the decomposition when an input requires grad.
+/// Autograd kernel of `scatter_reduce.two` (autograd/derivatives.yaml:835): the decomposition when an input requires grad.
 pub(crate) fn scatter_reduce_two(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8498,7 +8548,7 @@ pub(crate) fn scatter_reduce_two(
     )
 }
 
-/// Autograd kernel of `index_reduce` (autograd/derivatives.yaml:834): the decomposition when an input requires grad.
+/// Autograd kernel of `index_reduce` (autograd/derivatives.yaml:838): the decomposition when an input requires grad.
 pub(crate) fn index_reduce(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8523,7 +8573,7 @@ pub(crate) fn index_reduce(
     )
 }
 
-/// Autograd kernel of `linalg_lu_factor_ex` (autograd/derivatives.yaml:841).
+/// Autograd kernel of `linalg_lu_factor_ex` (autograd/derivatives.yaml:845).
 pub(crate) fn linalg_lu_factor_ex(
     ks: DispatchKeySet,
     a_: &Tensor,
@@ -8557,7 +8607,7 @@ pub(crate) fn linalg_lu_factor_ex(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_lu_solve` (autograd/derivatives.yaml:845).
+/// Autograd kernel of `linalg_lu_solve` (autograd/derivatives.yaml:849).
 pub(crate) fn linalg_lu_solve(
     ks: DispatchKeySet,
     lu: &Tensor,
@@ -8601,7 +8651,7 @@ pub(crate) fn linalg_lu_solve(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_solve_triangular` (autograd/derivatives.yaml:849).
+/// Autograd kernel of `linalg_solve_triangular` (autograd/derivatives.yaml:853).
 pub(crate) fn linalg_solve_triangular(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8645,7 +8695,7 @@ pub(crate) fn linalg_solve_triangular(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_cholesky_ex` (autograd/derivatives.yaml:853).
+/// Autograd kernel of `linalg_cholesky_ex` (autograd/derivatives.yaml:857).
 pub(crate) fn linalg_cholesky_ex(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8678,7 +8728,7 @@ pub(crate) fn linalg_cholesky_ex(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_qr` (autograd/derivatives.yaml:857).
+/// Autograd kernel of `linalg_qr` (autograd/derivatives.yaml:861).
 pub(crate) fn linalg_qr(ks: DispatchKeySet, a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(a_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8707,7 +8757,7 @@ pub(crate) fn linalg_qr(ks: DispatchKeySet, a_: &Tensor, mode: &str) -> Result<(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_eigh` (autograd/derivatives.yaml:860).
+/// Autograd kernel of `linalg_eigh` (autograd/derivatives.yaml:864).
 pub(crate) fn linalg_eigh(ks: DispatchKeySet, self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8735,7 +8785,7 @@ pub(crate) fn linalg_eigh(ks: DispatchKeySet, self_: &Tensor, uplo: &str) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `_linalg_svd` (autograd/derivatives.yaml:863).
+/// Autograd kernel of `_linalg_svd` (autograd/derivatives.yaml:867).
 pub(crate) fn _linalg_svd(
     ks: DispatchKeySet,
     a_: &Tensor,
@@ -8780,7 +8830,7 @@ pub(crate) fn _linalg_svd(
     Ok(result_)
 }
 
-/// Autograd kernel of `frexp.Tensor` (autograd/derivatives.yaml:866).
+/// Autograd kernel of `frexp.Tensor` (autograd/derivatives.yaml:870).
 pub(crate) fn frexp_tensor(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8803,7 +8853,7 @@ pub(crate) fn frexp_tensor(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `igamma` (autograd/derivatives.yaml:870).
+/// Autograd kernel of `igamma` (autograd/derivatives.yaml:874).
 pub(crate) fn igamma(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8823,7 +8873,7 @@ pub(crate) fn igamma(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `igammac` (autograd/derivatives.yaml:873).
+/// Autograd kernel of `igammac` (autograd/derivatives.yaml:877).
 pub(crate) fn igammac(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8843,7 +8893,7 @@ pub(crate) fn igammac(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `nextafter` (autograd/derivatives.yaml:876).
+/// Autograd kernel of `nextafter` (autograd/derivatives.yaml:880).
 pub(crate) fn nextafter(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8867,7 +8917,7 @@ pub(crate) fn nextafter(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> R
     Ok(result_)
 }
 
-/// Autograd kernel of `view_as_real` (autograd/derivatives.yaml:881).
+/// Autograd kernel of `view_as_real` (autograd/derivatives.yaml:885).
 pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8888,7 +8938,7 @@ pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `view_as_complex` (autograd/derivatives.yaml:884).
+/// Autograd kernel of `view_as_complex` (autograd/derivatives.yaml:888).
 pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8909,7 +8959,7 @@ pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tens
     Ok(result_)
 }
 
-/// Autograd kernel of `polar` (autograd/derivatives.yaml:887).
+/// Autograd kernel of `polar` (autograd/derivatives.yaml:891).
 pub(crate) fn polar(ks: DispatchKeySet, abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(abs), Some(angle)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8931,7 +8981,7 @@ pub(crate) fn polar(ks: DispatchKeySet, abs: &Tensor, angle: &Tensor) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `complex` (autograd/derivatives.yaml:891).
+/// Autograd kernel of `complex` (autograd/derivatives.yaml:895).
 pub(crate) fn complex(ks: DispatchKeySet, real: &Tensor, imag: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(real), Some(imag)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8951,7 +9001,7 @@ pub(crate) fn complex(ks: DispatchKeySet, real: &Tensor, imag: &Tensor) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_c2c` (autograd/derivatives.yaml:895).
+/// Autograd kernel of `_fft_c2c` (autograd/derivatives.yaml:899).
 pub(crate) fn _fft_c2c(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8977,7 +9027,7 @@ pub(crate) fn _fft_c2c(
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_r2c` (autograd/derivatives.yaml:898).
+/// Autograd kernel of `_fft_r2c` (autograd/derivatives.yaml:902).
 pub(crate) fn _fft_r2c(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -9015,7 +9065,7 @@ pub(crate) fn _fft_r2c(
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_c2r` (autograd/derivatives.yaml:901).
+/// Autograd kernel of `_fft_c2r` (autograd/derivatives.yaml:905).
 pub(crate) fn _fft_c2r(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -9047,7 +9097,7 @@ pub(crate) fn _fft_c2r(
     Ok(result_)
 }
 
-/// Autograd kernel of `conj_physical` (autograd/derivatives.yaml:904).
+/// Autograd kernel of `conj_physical` (autograd/derivatives.yaml:908).
 pub(crate) fn conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9067,7 +9117,7 @@ pub(crate) fn conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `angle` (autograd/derivatives.yaml:907).
+/// Autograd kernel of `angle` (autograd/derivatives.yaml:911).
 pub(crate) fn angle(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9087,7 +9137,7 @@ pub(crate) fn angle(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `_sparse_coo_tensor_with_dims_and_tensors` (autograd/derivatives.yaml:912).
+/// Autograd kernel of `_sparse_coo_tensor_with_dims_and_tensors` (autograd/derivatives.yaml:916).
 pub(crate) fn _sparse_coo_tensor_with_dims_and_tensors(
     ks: DispatchKeySet,
     sparse_dim: i64,
@@ -9135,7 +9185,7 @@ pub(crate) fn _sparse_coo_tensor_with_dims_and_tensors(
     Ok(result_)
 }
 
-/// Autograd kernel of `_coalesce` (autograd/derivatives.yaml:915).
+/// Autograd kernel of `_coalesce` (autograd/derivatives.yaml:919).
 pub(crate) fn _coalesce(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9155,7 +9205,7 @@ pub(crate) fn _coalesce(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `_to_dense` (autograd/derivatives.yaml:918).
+/// Autograd kernel of `_to_dense` (autograd/derivatives.yaml:922).
 pub(crate) fn _to_dense(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -9180,7 +9230,7 @@ pub(crate) fn _to_dense(
     Ok(result_)
 }
 
-/// Autograd kernel of `_to_sparse.sparse_dim` (autograd/derivatives.yaml:921).
+/// Autograd kernel of `_to_sparse.sparse_dim` (autograd/derivatives.yaml:925).
 pub(crate) fn _to_sparse_sparse_dim(ks: DispatchKeySet, self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9200,7 +9250,7 @@ pub(crate) fn _to_sparse_sparse_dim(ks: DispatchKeySet, self_: &Tensor, sparse_d
     Ok(result_)
 }
 
-/// Autograd kernel of `values` (autograd/derivatives.yaml:924).
+/// Autograd kernel of `values` (autograd/derivatives.yaml:928).
 pub(crate) fn values(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9221,7 +9271,7 @@ pub(crate) fn values(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `_values` (autograd/derivatives.yaml:927).
+/// Autograd kernel of `_values` (autograd/derivatives.yaml:931).
 pub(crate) fn _values(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9242,7 +9292,7 @@ pub(crate) fn _values(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `_indices` (autograd/derivatives.yaml:930).
+/// Autograd kernel of `_indices` (autograd/derivatives.yaml:934).
 pub(crate) fn _indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9263,7 +9313,7 @@ pub(crate) fn _indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `indices` (autograd/derivatives.yaml:933).
+/// Autograd kernel of `indices` (autograd/derivatives.yaml:937).
 pub(crate) fn indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9284,7 +9334,7 @@ pub(crate) fn indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sparse_mask` (autograd/derivatives.yaml:936).
+/// Autograd kernel of `sparse_mask` (autograd/derivatives.yaml:940).
 pub(crate) fn sparse_mask(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9304,7 +9354,7 @@ pub(crate) fn sparse_mask(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `_sparse_sum.dim` (autograd/derivatives.yaml:939).
+/// Autograd kernel of `_sparse_sum.dim` (autograd/derivatives.yaml:943).
 pub(crate) fn _sparse_sum_dim(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9324,7 +9374,7 @@ pub(crate) fn _sparse_sum_dim(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `_sparse_softmax` (autograd/derivatives.yaml:942).
+/// Autograd kernel of `_sparse_softmax` (autograd/derivatives.yaml:946).
 pub(crate) fn _sparse_softmax(ks: DispatchKeySet, self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9351,7 +9401,7 @@ pub(crate) fn _sparse_softmax(ks: DispatchKeySet, self_: &Tensor, dim: i64, half
     Ok(result_)
 }
 
-/// Autograd kernel of `_sparse_log_softmax` (autograd/derivatives.yaml:945).
+/// Autograd kernel of `_sparse_log_softmax` (autograd/derivatives.yaml:949).
 pub(crate) fn _sparse_log_softmax(ks: DispatchKeySet, self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9383,7 +9433,7 @@ pub(crate) fn _sparse_log_softmax(ks: DispatchKeySet, self_: &Tensor, dim: i64, 
     Ok(result_)
 }
 
-/// Autograd kernel of `_sparse_addmm` (autograd/derivatives.yaml:948).
+/// Autograd kernel of `_sparse_addmm` (autograd/derivatives.yaml:952).
 pub(crate) fn _sparse_addmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -9425,7 +9475,7 @@ pub(crate) fn _sparse_addmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `crow_indices` (autograd/derivatives.yaml:953).
+/// Autograd kernel of `crow_indices` (autograd/derivatives.yaml:957).
 pub(crate) fn crow_indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9446,7 +9496,7 @@ pub(crate) fn crow_indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `col_indices` (autograd/derivatives.yaml:956).
+/// Autograd kernel of `col_indices` (autograd/derivatives.yaml:960).
 pub(crate) fn col_indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9930,6 +9980,8 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::binary_cross_entropy_with_logits::kernel(binary_cross_entropy_with_logits),
     )
     .expect("generated registration");
+    d.register_kernel(handles::_ctc_loss::NAME, DispatchKey::Autograd, handles::_ctc_loss::kernel(_ctc_loss))
+        .expect("generated registration");
     d.register_kernel(handles::nll_loss::NAME, DispatchKey::Autograd, handles::nll_loss::kernel(nll_loss))
         .expect("generated registration");
     d.register_kernel(handles::nll_loss2d::NAME, DispatchKey::Autograd, handles::nll_loss2d::kernel(nll_loss2d))

@@ -5116,7 +5116,73 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
     }
 }
 
-/// Backward of `nll_loss` (autograd/derivatives.yaml:449).
+/// Backward of `_ctc_loss` (autograd/derivatives.yaml:449).
+pub struct CtcLossBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) log_probs: SavedVariable,
+    pub(crate) targets: SavedVariable,
+    pub(crate) input_lengths: Vec<i64>,
+    pub(crate) target_lengths: Vec<i64>,
+    pub(crate) blank: i64,
+    pub(crate) zero_infinity: bool,
+    pub(crate) result0: SavedVariable,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for CtcLossBackward0 {
+    fn name(&self) -> String {
+        "CtcLossBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "CtcLossBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let log_probs_own = self.log_probs.unpack(name)?;
+        let log_probs = &log_probs_own;
+        let targets_own = self.targets.unpack(name)?;
+        let targets = &targets_own;
+        let input_lengths = &self.input_lengths[..];
+        let target_lengths = &self.target_lengths[..];
+        let blank = self.blank;
+        let zero_infinity = self.zero_infinity;
+        let result0_own = self.result0.unpack(name)?;
+        let result0 = &result0_own;
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::_ctc_loss_backward(
+                grad,
+                log_probs,
+                targets,
+                input_lengths,
+                target_lengths,
+                &result0,
+                &result1,
+                blank,
+                zero_infinity,
+            )?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.log_probs.reset();
+        self.targets.reset();
+        self.result0.reset();
+        self.result1.reset();
+    }
+}
+
+/// Backward of `nll_loss` (autograd/derivatives.yaml:453).
 pub struct NllLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5164,7 +5230,7 @@ impl Node for NllLossBackward0 {
     }
 }
 
-/// Backward of `nll_loss2d` (autograd/derivatives.yaml:452).
+/// Backward of `nll_loss2d` (autograd/derivatives.yaml:456).
 pub struct NllLoss2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5212,7 +5278,7 @@ impl Node for NllLoss2dBackward0 {
     }
 }
 
-/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:455).
+/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:459).
 pub struct NllLossNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5260,7 +5326,7 @@ impl Node for NllLossNdBackward0 {
     }
 }
 
-/// Backward of `topk` (autograd/derivatives.yaml:461).
+/// Backward of `topk` (autograd/derivatives.yaml:465).
 pub struct TopkBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5300,7 +5366,7 @@ impl Node for TopkBackward0 {
     }
 }
 
-/// Backward of `sort` (autograd/derivatives.yaml:465).
+/// Backward of `sort` (autograd/derivatives.yaml:469).
 pub struct SortBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5340,7 +5406,7 @@ impl Node for SortBackward0 {
     }
 }
 
-/// Backward of `kthvalue` (autograd/derivatives.yaml:469).
+/// Backward of `kthvalue` (autograd/derivatives.yaml:473).
 pub struct KthvalueBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5382,7 +5448,7 @@ impl Node for KthvalueBackward0 {
     }
 }
 
-/// Backward of `median.dim` (autograd/derivatives.yaml:473).
+/// Backward of `median.dim` (autograd/derivatives.yaml:477).
 pub struct MedianBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5424,7 +5490,7 @@ impl Node for MedianBackward0 {
     }
 }
 
-/// Backward of `cummax` (autograd/derivatives.yaml:477).
+/// Backward of `cummax` (autograd/derivatives.yaml:481).
 pub struct CummaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5464,7 +5530,7 @@ impl Node for CummaxBackward0 {
     }
 }
 
-/// Backward of `cummin` (autograd/derivatives.yaml:481).
+/// Backward of `cummin` (autograd/derivatives.yaml:485).
 pub struct CumminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5504,7 +5570,7 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// Backward of `logit` (autograd/derivatives.yaml:485).
+/// Backward of `logit` (autograd/derivatives.yaml:489).
 pub struct LogitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5542,7 +5608,7 @@ impl Node for LogitBackward0 {
     }
 }
 
-/// Backward of `prod.dim_int` (autograd/derivatives.yaml:488).
+/// Backward of `prod.dim_int` (autograd/derivatives.yaml:492).
 pub struct ProdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5586,7 +5652,7 @@ impl Node for ProdBackward0 {
     }
 }
 
-/// Backward of `cumprod` (autograd/derivatives.yaml:491).
+/// Backward of `cumprod` (autograd/derivatives.yaml:495).
 pub struct CumprodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5628,7 +5694,7 @@ impl Node for CumprodBackward0 {
     }
 }
 
-/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:494).
+/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:498).
 pub struct NormBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5674,7 +5740,7 @@ impl Node for NormBackward0 {
     }
 }
 
-/// Backward of `repeat` (autograd/derivatives.yaml:497).
+/// Backward of `repeat` (autograd/derivatives.yaml:501).
 pub struct RepeatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5709,7 +5775,7 @@ impl Node for RepeatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `scatter.src` (autograd/derivatives.yaml:500).
+/// Backward of `scatter.src` (autograd/derivatives.yaml:504).
 pub struct ScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -5751,7 +5817,7 @@ impl Node for ScatterBackward0 {
     }
 }
 
-/// Backward of `index_put` (autograd/derivatives.yaml:504).
+/// Backward of `index_put` (autograd/derivatives.yaml:508).
 pub struct IndexPutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: Vec<Option<Tensor>>,
@@ -5790,7 +5856,7 @@ impl Node for IndexPutBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:508).
+/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:512).
 pub struct SmoothL1LossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5838,7 +5904,7 @@ impl Node for SmoothL1LossBackward0 {
     }
 }
 
-/// Backward of `huber_loss` (autograd/derivatives.yaml:512).
+/// Backward of `huber_loss` (autograd/derivatives.yaml:516).
 pub struct HuberLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5886,7 +5952,7 @@ impl Node for HuberLossBackward0 {
     }
 }
 
-/// Backward of `kl_div` (autograd/derivatives.yaml:516).
+/// Backward of `kl_div` (autograd/derivatives.yaml:520).
 pub struct KlDivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5934,7 +6000,7 @@ impl Node for KlDivBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:538).
+/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:542).
 pub struct AdaptiveMaxPool2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5972,7 +6038,7 @@ impl Node for AdaptiveMaxPool2dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:542).
+/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:546).
 pub struct AdaptiveMaxPool1dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6010,7 +6076,7 @@ impl Node for AdaptiveMaxPool1dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:546).
+/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:550).
 pub struct AdaptiveMaxPool3dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6048,7 +6114,7 @@ impl Node for AdaptiveMaxPool3dBackward0 {
     }
 }
 
-/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:550).
+/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:554).
 pub struct MaxPool3dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6086,7 +6152,7 @@ impl Node for MaxPool3dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:557).
+/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:561).
 pub struct DivBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6133,7 +6199,7 @@ impl Node for DivBackward2 {
     }
 }
 
-/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:561).
+/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:565).
 pub struct DivBackward3 {
     pub(crate) core: NodeCore,
     pub(crate) other: Scalar,
@@ -6168,7 +6234,7 @@ impl Node for DivBackward3 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diagonal` (autograd/derivatives.yaml:564).
+/// Backward of `diagonal` (autograd/derivatives.yaml:568).
 pub struct DiagonalBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6207,7 +6273,7 @@ impl Node for DiagonalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag_embed` (autograd/derivatives.yaml:567).
+/// Backward of `diag_embed` (autograd/derivatives.yaml:571).
 pub struct DiagEmbedBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) offset: i64,
@@ -6244,7 +6310,7 @@ impl Node for DiagEmbedBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `movedim.intlist` (autograd/derivatives.yaml:570).
+/// Backward of `movedim.intlist` (autograd/derivatives.yaml:574).
 pub struct MovedimBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) source: Vec<i64>,
@@ -6279,7 +6345,7 @@ impl Node for MovedimBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `baddbmm` (autograd/derivatives.yaml:573).
+/// Backward of `baddbmm` (autograd/derivatives.yaml:577).
 pub struct BaddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6333,7 +6399,7 @@ impl Node for BaddbmmBackward0 {
     }
 }
 
-/// Backward of `addbmm` (autograd/derivatives.yaml:578).
+/// Backward of `addbmm` (autograd/derivatives.yaml:582).
 pub struct AddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6395,7 +6461,7 @@ impl Node for AddbmmBackward0 {
     }
 }
 
-/// Backward of `vdot` (autograd/derivatives.yaml:583).
+/// Backward of `vdot` (autograd/derivatives.yaml:587).
 pub struct VdotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6441,7 +6507,7 @@ impl Node for VdotBackward0 {
     }
 }
 
-/// Backward of `norm.Scalar` (autograd/derivatives.yaml:587).
+/// Backward of `norm.Scalar` (autograd/derivatives.yaml:591).
 pub struct NormBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6483,7 +6549,7 @@ impl Node for NormBackward1 {
     }
 }
 
-/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:590).
+/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:594).
 pub struct ClampBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6535,7 +6601,7 @@ impl Node for ClampBackward1 {
     }
 }
 
-/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:595).
+/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:599).
 pub struct ClampMinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6579,7 +6645,7 @@ impl Node for ClampMinBackward0 {
     }
 }
 
-/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:599).
+/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:603).
 pub struct ClampMaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6623,7 +6689,7 @@ impl Node for ClampMaxBackward0 {
     }
 }
 
-/// Backward of `round.decimals` (autograd/derivatives.yaml:603).
+/// Backward of `round.decimals` (autograd/derivatives.yaml:607).
 pub struct RoundBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6654,7 +6720,7 @@ impl Node for RoundBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:606).
+/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:610).
 pub struct CopysignBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6694,7 +6760,7 @@ impl Node for CopysignBackward0 {
     }
 }
 
-/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:609).
+/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:613).
 pub struct LogSigmoidForwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6730,7 +6796,7 @@ impl Node for LogSigmoidForwardBackward0 {
     }
 }
 
-/// Backward of `native_dropout` (autograd/derivatives.yaml:613).
+/// Backward of `native_dropout` (autograd/derivatives.yaml:617).
 pub struct NativeDropoutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) p: f64,
@@ -6770,7 +6836,7 @@ impl Node for NativeDropoutBackward0 {
     }
 }
 
-/// Backward of `index_copy` (autograd/derivatives.yaml:617).
+/// Backward of `index_copy` (autograd/derivatives.yaml:621).
 pub struct IndexCopyBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6814,7 +6880,7 @@ impl Node for IndexCopyBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:621).
+/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:625).
 pub struct IndexFillBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6852,7 +6918,7 @@ impl Node for IndexFillBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:624).
+/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:628).
 pub struct IndexFillBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6894,7 +6960,7 @@ impl Node for IndexFillBackward1 {
     }
 }
 
-/// Backward of `scatter.value` (autograd/derivatives.yaml:628).
+/// Backward of `scatter.value` (autograd/derivatives.yaml:632).
 pub struct ScatterBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6932,7 +6998,7 @@ impl Node for ScatterBackward1 {
     }
 }
 
-/// Backward of `masked_scatter` (autograd/derivatives.yaml:631).
+/// Backward of `masked_scatter` (autograd/derivatives.yaml:635).
 pub struct MaskedScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mask: SavedVariable,
@@ -6974,7 +7040,7 @@ impl Node for MaskedScatterBackward0 {
     }
 }
 
-/// Backward of `sort.stable` (autograd/derivatives.yaml:635).
+/// Backward of `sort.stable` (autograd/derivatives.yaml:639).
 pub struct SortBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7014,7 +7080,7 @@ impl Node for SortBackward1 {
     }
 }
 
-/// Backward of `split_with_sizes` (autograd/derivatives.yaml:639).
+/// Backward of `split_with_sizes` (autograd/derivatives.yaml:643).
 pub struct SplitWithSizesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -7046,7 +7112,7 @@ impl Node for SplitWithSizesBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `nan_to_num` (autograd/derivatives.yaml:672).
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:676).
 pub struct NanToNumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7082,7 +7148,7 @@ impl Node for NanToNumBackward0 {
     }
 }
 
-/// Backward of `selu` (autograd/derivatives.yaml:675).
+/// Backward of `selu` (autograd/derivatives.yaml:679).
 pub struct SeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7119,7 +7185,7 @@ impl Node for SeluBackward0 {
     }
 }
 
-/// Backward of `celu` (autograd/derivatives.yaml:678).
+/// Backward of `celu` (autograd/derivatives.yaml:682).
 pub struct CeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7157,7 +7223,7 @@ impl Node for CeluBackward0 {
     }
 }
 
-/// Backward of `clamp_min` (autograd/derivatives.yaml:681).
+/// Backward of `clamp_min` (autograd/derivatives.yaml:685).
 pub struct ClampMinBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7195,7 +7261,7 @@ impl Node for ClampMinBackward1 {
     }
 }
 
-/// Backward of `clamp_max` (autograd/derivatives.yaml:684).
+/// Backward of `clamp_max` (autograd/derivatives.yaml:688).
 pub struct ClampMaxBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7233,7 +7299,7 @@ impl Node for ClampMaxBackward1 {
     }
 }
 
-/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:687).
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:691).
 pub struct CopysignBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7273,7 +7339,7 @@ impl Node for CopysignBackward1 {
     }
 }
 
-/// Backward of `fmax` (autograd/derivatives.yaml:690).
+/// Backward of `fmax` (autograd/derivatives.yaml:694).
 pub struct FmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7317,7 +7383,7 @@ impl Node for FmaxBackward0 {
     }
 }
 
-/// Backward of `fmin` (autograd/derivatives.yaml:694).
+/// Backward of `fmin` (autograd/derivatives.yaml:698).
 pub struct FminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7361,7 +7427,7 @@ impl Node for FminBackward0 {
     }
 }
 
-/// Backward of `glu` (autograd/derivatives.yaml:698).
+/// Backward of `glu` (autograd/derivatives.yaml:702).
 pub struct GluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7399,7 +7465,7 @@ impl Node for GluBackward0 {
     }
 }
 
-/// Backward of `rot90` (autograd/derivatives.yaml:701).
+/// Backward of `rot90` (autograd/derivatives.yaml:705).
 pub struct Rot90Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) k_: i64,
@@ -7434,7 +7500,7 @@ impl Node for Rot90Backward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag` (autograd/derivatives.yaml:704).
+/// Backward of `diag` (autograd/derivatives.yaml:708).
 pub struct DiagBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7469,7 +7535,7 @@ impl Node for DiagBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:707).
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:711).
 pub struct RepeatInterleaveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7506,7 +7572,7 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:710).
+/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:714).
 pub struct RepeatInterleaveBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7546,7 +7612,7 @@ impl Node for RepeatInterleaveBackward1 {
     }
 }
 
-/// Backward of `unfold` (autograd/derivatives.yaml:713).
+/// Backward of `unfold` (autograd/derivatives.yaml:717).
 pub struct UnfoldBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7585,7 +7651,7 @@ impl Node for UnfoldBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:716).
+/// Backward of `masked_select` (autograd/derivatives.yaml:720).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7625,7 +7691,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:719).
+/// Backward of `take` (autograd/derivatives.yaml:723).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7663,7 +7729,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:722).
+/// Backward of `median` (autograd/derivatives.yaml:726).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7703,7 +7769,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:725).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:729).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7728,7 +7794,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:728).
+/// Backward of `ones_like` (autograd/derivatives.yaml:732).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7753,7 +7819,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:731).
+/// Backward of `full_like` (autograd/derivatives.yaml:735).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7778,7 +7844,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:734).
+/// Backward of `empty_like` (autograd/derivatives.yaml:738).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7803,7 +7869,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:737).
+/// Backward of `rand_like` (autograd/derivatives.yaml:741).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7828,7 +7894,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:740).
+/// Backward of `randn_like` (autograd/derivatives.yaml:744).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7853,7 +7919,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:743).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:747).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7878,7 +7944,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:746).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:750).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7903,7 +7969,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:749).
+/// Backward of `multinomial` (autograd/derivatives.yaml:753).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7928,7 +7994,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:752).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:756).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7953,7 +8019,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:755).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:759).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7978,7 +8044,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:758).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:762).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -8003,7 +8069,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:761).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:765).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -8028,7 +8094,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:764).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:768).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -8053,7 +8119,7 @@ impl Node for FloorDivideBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `lgamma` (autograd/derivatives.yaml:768).
+/// Backward of `lgamma` (autograd/derivatives.yaml:772).
 pub struct LgammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8089,7 +8155,7 @@ impl Node for LgammaBackward0 {
     }
 }
 
-/// Backward of `digamma` (autograd/derivatives.yaml:771).
+/// Backward of `digamma` (autograd/derivatives.yaml:775).
 pub struct DigammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8125,7 +8191,7 @@ impl Node for DigammaBackward0 {
     }
 }
 
-/// Backward of `polygamma` (autograd/derivatives.yaml:774).
+/// Backward of `polygamma` (autograd/derivatives.yaml:778).
 pub struct PolygammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) n: i64,
@@ -8174,7 +8240,7 @@ impl Node for PolygammaBackward0 {
     }
 }
 
-/// Backward of `i0` (autograd/derivatives.yaml:777).
+/// Backward of `i0` (autograd/derivatives.yaml:781).
 pub struct I0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8210,7 +8276,7 @@ impl Node for I0Backward0 {
     }
 }
 
-/// Backward of `special_i0e` (autograd/derivatives.yaml:780).
+/// Backward of `special_i0e` (autograd/derivatives.yaml:784).
 pub struct SpecialI0eBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8251,7 +8317,7 @@ impl Node for SpecialI0eBackward0 {
     }
 }
 
-/// Backward of `special_i1` (autograd/derivatives.yaml:783).
+/// Backward of `special_i1` (autograd/derivatives.yaml:787).
 pub struct SpecialI1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8291,7 +8357,7 @@ impl Node for SpecialI1Backward0 {
     }
 }
 
-/// Backward of `special_i1e` (autograd/derivatives.yaml:786).
+/// Backward of `special_i1e` (autograd/derivatives.yaml:790).
 pub struct SpecialI1eBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8331,7 +8397,7 @@ impl Node for SpecialI1eBackward0 {
     }
 }
 
-/// Backward of `special_erfcx` (autograd/derivatives.yaml:789).
+/// Backward of `special_erfcx` (autograd/derivatives.yaml:793).
 pub struct SpecialErfcxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8374,7 +8440,7 @@ impl Node for SpecialErfcxBackward0 {
     }
 }
 
-/// Backward of `special_ndtr` (autograd/derivatives.yaml:792).
+/// Backward of `special_ndtr` (autograd/derivatives.yaml:796).
 pub struct SpecialNdtrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8413,7 +8479,7 @@ impl Node for SpecialNdtrBackward0 {
     }
 }
 
-/// Backward of `special_ndtri` (autograd/derivatives.yaml:795).
+/// Backward of `special_ndtri` (autograd/derivatives.yaml:799).
 pub struct SpecialNdtriBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -8452,7 +8518,7 @@ impl Node for SpecialNdtriBackward0 {
     }
 }
 
-/// Backward of `special_log_ndtr` (autograd/derivatives.yaml:798).
+/// Backward of `special_log_ndtr` (autograd/derivatives.yaml:802).
 pub struct SpecialLogNdtrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8498,7 +8564,7 @@ impl Node for SpecialLogNdtrBackward0 {
     }
 }
 
-/// Backward of `special_entr` (autograd/derivatives.yaml:801).
+/// Backward of `special_entr` (autograd/derivatives.yaml:805).
 pub struct SpecialEntrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8534,7 +8600,7 @@ impl Node for SpecialEntrBackward0 {
     }
 }
 
-/// Backward of `special_zeta` (autograd/derivatives.yaml:804).
+/// Backward of `special_zeta` (autograd/derivatives.yaml:808).
 pub struct SpecialZetaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8577,7 +8643,7 @@ impl Node for SpecialZetaBackward0 {
     }
 }
 
-/// Backward of `special_bessel_j0` (autograd/derivatives.yaml:807).
+/// Backward of `special_bessel_j0` (autograd/derivatives.yaml:811).
 pub struct SpecialBesselJ0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8613,7 +8679,7 @@ impl Node for SpecialBesselJ0Backward0 {
     }
 }
 
-/// Backward of `special_bessel_j1` (autograd/derivatives.yaml:810).
+/// Backward of `special_bessel_j1` (autograd/derivatives.yaml:814).
 pub struct SpecialBesselJ1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8653,7 +8719,7 @@ impl Node for SpecialBesselJ1Backward0 {
     }
 }
 
-/// Backward of `special_bessel_y0` (autograd/derivatives.yaml:813).
+/// Backward of `special_bessel_y0` (autograd/derivatives.yaml:817).
 pub struct SpecialBesselY0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8689,7 +8755,7 @@ impl Node for SpecialBesselY0Backward0 {
     }
 }
 
-/// Backward of `special_bessel_y1` (autograd/derivatives.yaml:816).
+/// Backward of `special_bessel_y1` (autograd/derivatives.yaml:820).
 pub struct SpecialBesselY1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8729,7 +8795,7 @@ impl Node for SpecialBesselY1Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_i0` (autograd/derivatives.yaml:819).
+/// Backward of `special_modified_bessel_i0` (autograd/derivatives.yaml:823).
 pub struct SpecialModifiedBesselI0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8765,7 +8831,7 @@ impl Node for SpecialModifiedBesselI0Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_i1` (autograd/derivatives.yaml:822).
+/// Backward of `special_modified_bessel_i1` (autograd/derivatives.yaml:826).
 pub struct SpecialModifiedBesselI1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8806,7 +8872,7 @@ impl Node for SpecialModifiedBesselI1Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_k0` (autograd/derivatives.yaml:825).
+/// Backward of `special_modified_bessel_k0` (autograd/derivatives.yaml:829).
 pub struct SpecialModifiedBesselK0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8842,7 +8908,7 @@ impl Node for SpecialModifiedBesselK0Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_k1` (autograd/derivatives.yaml:828).
+/// Backward of `special_modified_bessel_k1` (autograd/derivatives.yaml:832).
 pub struct SpecialModifiedBesselK1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8885,7 +8951,7 @@ impl Node for SpecialModifiedBesselK1Backward0 {
     }
 }
 
-/// Backward of `linalg_lu_factor_ex` (autograd/derivatives.yaml:841).
+/// Backward of `linalg_lu_factor_ex` (autograd/derivatives.yaml:845).
 pub struct LinalgLuFactorExBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result0: SavedVariable,
@@ -8925,7 +8991,7 @@ impl Node for LinalgLuFactorExBackward0 {
     }
 }
 
-/// Backward of `linalg_lu_solve` (autograd/derivatives.yaml:845).
+/// Backward of `linalg_lu_solve` (autograd/derivatives.yaml:849).
 pub struct LinalgLuSolveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) lu: SavedVariable,
@@ -8979,7 +9045,7 @@ impl Node for LinalgLuSolveBackward0 {
     }
 }
 
-/// Backward of `linalg_solve_triangular` (autograd/derivatives.yaml:849).
+/// Backward of `linalg_solve_triangular` (autograd/derivatives.yaml:853).
 pub struct LinalgSolveTriangularBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9031,7 +9097,7 @@ impl Node for LinalgSolveTriangularBackward0 {
     }
 }
 
-/// Backward of `linalg_cholesky_ex` (autograd/derivatives.yaml:853).
+/// Backward of `linalg_cholesky_ex` (autograd/derivatives.yaml:857).
 pub struct LinalgCholeskyExBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) upper: bool,
@@ -9069,7 +9135,7 @@ impl Node for LinalgCholeskyExBackward0 {
     }
 }
 
-/// Backward of `linalg_qr` (autograd/derivatives.yaml:857).
+/// Backward of `linalg_qr` (autograd/derivatives.yaml:861).
 pub struct LinalgQrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mode: String,
@@ -9112,7 +9178,7 @@ impl Node for LinalgQrBackward0 {
     }
 }
 
-/// Backward of `linalg_eigh` (autograd/derivatives.yaml:860).
+/// Backward of `linalg_eigh` (autograd/derivatives.yaml:864).
 pub struct LinalgEighBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result0: SavedVariable,
@@ -9153,7 +9219,7 @@ impl Node for LinalgEighBackward0 {
     }
 }
 
-/// Backward of `_linalg_svd` (autograd/derivatives.yaml:863).
+/// Backward of `_linalg_svd` (autograd/derivatives.yaml:867).
 pub struct LinalgSvdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) full_matrices: bool,
@@ -9204,7 +9270,7 @@ impl Node for LinalgSvdBackward0 {
     }
 }
 
-/// Backward of `frexp.Tensor` (autograd/derivatives.yaml:866).
+/// Backward of `frexp.Tensor` (autograd/derivatives.yaml:870).
 pub struct FrexpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result1: SavedVariable,
@@ -9240,7 +9306,7 @@ impl Node for FrexpBackward0 {
     }
 }
 
-/// Backward of `igamma` (autograd/derivatives.yaml:870).
+/// Backward of `igamma` (autograd/derivatives.yaml:874).
 pub struct IgammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9280,7 +9346,7 @@ impl Node for IgammaBackward0 {
     }
 }
 
-/// Backward of `igammac` (autograd/derivatives.yaml:873).
+/// Backward of `igammac` (autograd/derivatives.yaml:877).
 pub struct IgammacBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9320,7 +9386,7 @@ impl Node for IgammacBackward0 {
     }
 }
 
-/// Backward of `nextafter` (autograd/derivatives.yaml:876).
+/// Backward of `nextafter` (autograd/derivatives.yaml:880).
 pub struct NextafterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -9359,7 +9425,7 @@ impl Node for NextafterBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `view_as_real` (autograd/derivatives.yaml:881).
+/// Backward of `view_as_real` (autograd/derivatives.yaml:885).
 pub struct ViewAsRealBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9390,7 +9456,7 @@ impl Node for ViewAsRealBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `view_as_complex` (autograd/derivatives.yaml:884).
+/// Backward of `view_as_complex` (autograd/derivatives.yaml:888).
 pub struct ViewAsComplexBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9421,7 +9487,7 @@ impl Node for ViewAsComplexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `polar` (autograd/derivatives.yaml:887).
+/// Backward of `polar` (autograd/derivatives.yaml:891).
 pub struct PolarBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -9461,7 +9527,7 @@ impl Node for PolarBackward0 {
     }
 }
 
-/// Backward of `complex` (autograd/derivatives.yaml:891).
+/// Backward of `complex` (autograd/derivatives.yaml:895).
 pub struct ComplexBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9496,7 +9562,7 @@ impl Node for ComplexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_c2c` (autograd/derivatives.yaml:895).
+/// Backward of `_fft_c2c` (autograd/derivatives.yaml:899).
 pub struct FftC2cBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: Vec<i64>,
@@ -9533,7 +9599,7 @@ impl Node for FftC2cBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_r2c` (autograd/derivatives.yaml:898).
+/// Backward of `_fft_r2c` (autograd/derivatives.yaml:902).
 pub struct FftR2cBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -9572,7 +9638,7 @@ impl Node for FftR2cBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_c2r` (autograd/derivatives.yaml:901).
+/// Backward of `_fft_c2r` (autograd/derivatives.yaml:905).
 pub struct FftC2rBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: Vec<i64>,
@@ -9607,7 +9673,7 @@ impl Node for FftC2rBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `conj_physical` (autograd/derivatives.yaml:904).
+/// Backward of `conj_physical` (autograd/derivatives.yaml:908).
 pub struct ConjPhysicalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9638,7 +9704,7 @@ impl Node for ConjPhysicalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `angle` (autograd/derivatives.yaml:907).
+/// Backward of `angle` (autograd/derivatives.yaml:911).
 pub struct AngleBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9674,7 +9740,7 @@ impl Node for AngleBackward0 {
     }
 }
 
-/// Backward of `_sparse_coo_tensor_with_dims_and_tensors` (autograd/derivatives.yaml:912).
+/// Backward of `_sparse_coo_tensor_with_dims_and_tensors` (autograd/derivatives.yaml:916).
 pub struct SparseCooTensorWithDimsAndTensorsBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) size: Vec<i64>,
@@ -9712,7 +9778,7 @@ impl Node for SparseCooTensorWithDimsAndTensorsBackward0 {
     }
 }
 
-/// Backward of `_coalesce` (autograd/derivatives.yaml:915).
+/// Backward of `_coalesce` (autograd/derivatives.yaml:919).
 pub struct CoalesceBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9743,7 +9809,7 @@ impl Node for CoalesceBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_to_dense` (autograd/derivatives.yaml:918).
+/// Backward of `_to_dense` (autograd/derivatives.yaml:922).
 pub struct ToDenseBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9781,7 +9847,7 @@ impl Node for ToDenseBackward0 {
     }
 }
 
-/// Backward of `_to_sparse.sparse_dim` (autograd/derivatives.yaml:921).
+/// Backward of `_to_sparse.sparse_dim` (autograd/derivatives.yaml:925).
 pub struct ToSparseBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9812,7 +9878,7 @@ impl Node for ToSparseBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `values` (autograd/derivatives.yaml:924).
+/// Backward of `values` (autograd/derivatives.yaml:928).
 pub struct ValuesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9848,7 +9914,7 @@ impl Node for ValuesBackward0 {
     }
 }
 
-/// Backward of `_values` (autograd/derivatives.yaml:927).
+/// Backward of `_values` (autograd/derivatives.yaml:931).
 pub struct ValuesBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -9873,7 +9939,7 @@ impl Node for ValuesBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_indices` (autograd/derivatives.yaml:930).
+/// Backward of `_indices` (autograd/derivatives.yaml:934).
 pub struct IndicesBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9898,7 +9964,7 @@ impl Node for IndicesBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `indices` (autograd/derivatives.yaml:933).
+/// Backward of `indices` (autograd/derivatives.yaml:937).
 pub struct IndicesBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -9923,7 +9989,7 @@ impl Node for IndicesBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `sparse_mask` (autograd/derivatives.yaml:936).
+/// Backward of `sparse_mask` (autograd/derivatives.yaml:940).
 pub struct SparseMaskBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mask: SavedVariable,
@@ -9959,7 +10025,7 @@ impl Node for SparseMaskBackward0 {
     }
 }
 
-/// Backward of `_sparse_sum.dim` (autograd/derivatives.yaml:939).
+/// Backward of `_sparse_sum.dim` (autograd/derivatives.yaml:943).
 pub struct SparseSumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9997,7 +10063,7 @@ impl Node for SparseSumBackward0 {
     }
 }
 
-/// Backward of `_sparse_softmax` (autograd/derivatives.yaml:942).
+/// Backward of `_sparse_softmax` (autograd/derivatives.yaml:946).
 pub struct SparseSoftmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -10039,7 +10105,7 @@ impl Node for SparseSoftmaxBackward0 {
     }
 }
 
-/// Backward of `_sparse_log_softmax` (autograd/derivatives.yaml:945).
+/// Backward of `_sparse_log_softmax` (autograd/derivatives.yaml:949).
 pub struct SparseLogSoftmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -10081,7 +10147,7 @@ impl Node for SparseLogSoftmaxBackward0 {
     }
 }
 
-/// Backward of `_sparse_addmm` (autograd/derivatives.yaml:948).
+/// Backward of `_sparse_addmm` (autograd/derivatives.yaml:952).
 pub struct SparseAddmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mat1: SavedVariable,
@@ -10139,7 +10205,7 @@ impl Node for SparseAddmmBackward0 {
     }
 }
 
-/// Backward of `crow_indices` (autograd/derivatives.yaml:953).
+/// Backward of `crow_indices` (autograd/derivatives.yaml:957).
 pub struct CrowIndicesBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -10164,7 +10230,7 @@ impl Node for CrowIndicesBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `col_indices` (autograd/derivatives.yaml:956).
+/// Backward of `col_indices` (autograd/derivatives.yaml:960).
 pub struct ColIndicesBackward0 {
     pub(crate) core: NodeCore,
 }

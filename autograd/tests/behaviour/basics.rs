@@ -484,3 +484,49 @@ fn foreach_results_carry_the_per_tensor_gradients() {
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [3.0, -3.0]);
     assert_eq!(y.grad().unwrap().to_vec::<f64>().unwrap(), [3.0]);
 }
+
+/// CTC loss (Note [CTC loss]): closed forms of tiny problems, then its gradient through a
+/// `log_softmax` (the gradient PyTorch's kernel gives) against finite differences, for padded
+/// and concatenated targets, repeated labels, every reduction and `zero_infinity`.
+#[test]
+fn ctc_loss_closed_forms_and_gradcheck_through_log_softmax() {
+    let lp_of = |x: &[f64], shape: &[i64]| Tensor::from_vec(x.to_vec(), shape).unwrap().log_softmax(2).call().unwrap();
+    // T = 2, one element, three classes, target [1]: the alignments (1, 1), (0, 1), (1, 0).
+    let x = [0.2, -0.4, 0.9, -1.0, 0.3, 0.5];
+    let lp = lp_of(&x, &[2, 1, 3]);
+    let y: Vec<f64> = lp.exp().unwrap().to_vec::<f64>().unwrap();
+    let p = y[1] * y[4] + y[0] * y[4] + y[1] * y[3];
+    let loss = ops::ctc_loss(&lp, &Tensor::from_slice(&[1i64]), &[2], &[1], 0, 0, false).unwrap();
+    assert!((loss.to_vec::<f64>().unwrap()[0] + p.ln()).abs() < 1e-12, "{:?} vs {}", loss.to_vec::<f64>(), -p.ln());
+    // Target [1, 1] in 2 steps needs a blank between: impossible, an infinite loss (zero with
+    // zero_infinity); an empty target is all blanks.
+    let two = Tensor::from_slice(&[1i64, 1]);
+    let inf = ops::ctc_loss(&lp, &two.reshape(&[1, 2]).unwrap(), &[2], &[2], 0, 0, false).unwrap();
+    assert_eq!(inf.to_vec::<f64>().unwrap(), [f64::INFINITY]);
+    let zero = ops::ctc_loss(&lp, &two.reshape(&[1, 2]).unwrap(), &[2], &[2], 0, 0, true).unwrap();
+    assert_eq!(zero.to_vec::<f64>().unwrap(), [0.0]);
+    let empty = ops::ctc_loss(&lp, &Tensor::from_slice::<i64>(&[]), &[2], &[0], 0, 0, false).unwrap();
+    assert!((empty.to_vec::<f64>().unwrap()[0] + (y[0] * y[3]).ln()).abs() < 1e-12);
+    // Gradients with respect to the logits: T = 5, batch 2, four classes.
+    let logits: Vec<f64> = (0..40).map(|i| ((i * 7 % 11) as f64 - 5.0) * 0.3).collect();
+    let x = Tensor::from_vec(logits, &[5, 2, 4]).unwrap().requires_grad_(true).unwrap();
+    let o = GradcheckOptions::default();
+    let padded = Tensor::from_vec(vec![1i64, 2, 2, 3, 1, 0], &[2, 3]).unwrap();
+    let flat = Tensor::from_slice(&[1i64, 2, 2, 3, 1]);
+    for (targets, reduction, zero_inf) in [(&padded, 1, false), (&flat, 2, false), (&padded, 0, true)] {
+        let f = |t: &[Tensor]| -> Result<Vec<Tensor>> {
+            let lp = t[0].log_softmax(2).call()?;
+            Ok(vec![ops::ctc_loss(&lp, targets, &[5, 4], &[3, 2], 0, reduction, zero_inf)?])
+        };
+        autograd::gradcheck(&f, std::slice::from_ref(&x), o).unwrap();
+    }
+    // PyTorch's errors: lengths past the input, labels out of range, one length per element.
+    let lp = lp_of(&[0.0; 40], &[5, 2, 4]);
+    let e = ops::ctc_loss(&lp, &padded, &[6, 4], &[3, 2], 0, 1, false).unwrap_err().to_string();
+    assert!(e.contains("Expected input_lengths to have value at most 5, but got value 6"), "{e}");
+    let bad = Tensor::from_vec(vec![1i64, 9, 2, 3, 1, 0], &[2, 3]).unwrap();
+    let e = ops::ctc_loss(&lp, &bad, &[5, 4], &[3, 2], 0, 1, false).unwrap_err().to_string();
+    assert!(e.contains("target label 9 is out of range for 4 classes"), "{e}");
+    let e = ops::ctc_loss(&lp, &padded, &[5], &[3, 2], 0, 1, false).unwrap_err().to_string();
+    assert!(e.contains("one entry per batch element"), "{e}");
+}

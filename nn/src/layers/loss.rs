@@ -116,6 +116,46 @@ impl CosineEmbeddingLoss {
     }
 }
 
+/// `nn.CTCLoss(blank=0, reduction="mean", zero_infinity=False)`: connectionist temporal
+/// classification of `log_probs` `(T, N, C)` (or unbatched `(T, C)`, log-softmax outputs)
+/// against `targets` (`(N, S)` padded or 1-D concatenated), with each element's input and target
+/// lengths; `Mean` divides each loss by its target length before averaging.
+#[derive(Module, Clone, Default)]
+pub struct CTCLoss {
+    /// `blank`: the blank label.
+    pub blank: i64,
+    /// `zero_infinity`: impossible alignments give a loss and gradient of zero.
+    pub zero_infinity: bool,
+    /// The reduction.
+    #[module(skip)]
+    pub reduction: Reduction,
+}
+
+impl CTCLoss {
+    /// `CTCLoss(blank=blank)`.
+    pub fn new(blank: i64) -> CTCLoss {
+        CTCLoss { blank, zero_infinity: false, reduction: Reduction::Mean }
+    }
+    /// The loss.
+    pub fn forward(
+        &self,
+        log_probs: &Tensor,
+        targets: &Tensor,
+        input_lengths: &[i64],
+        target_lengths: &[i64],
+    ) -> Result<Tensor> {
+        ops::ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            self.blank,
+            self.reduction.code(),
+            self.zero_infinity,
+        )
+    }
+}
+
 /// `nn.TripletMarginLoss(margin=1.0, p=2.0, eps=1e-6, swap=False)`.
 #[derive(Module, Clone)]
 pub struct TripletMarginLoss {

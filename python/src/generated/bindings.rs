@@ -1938,6 +1938,27 @@ pub static BINDINGS: &[Binding] = &[
         overloads: &[("triplet_margin_loss", None)],
     },
     Binding {
+        name: "_ctc_loss",
+        namespace: Namespace::Torch,
+        function: true,
+        method: false,
+        overloads: &[("_ctc_loss", None)],
+    },
+    Binding {
+        name: "_ctc_loss_backward",
+        namespace: Namespace::Torch,
+        function: true,
+        method: false,
+        overloads: &[("_ctc_loss_backward", None)],
+    },
+    Binding {
+        name: "ctc_loss",
+        namespace: Namespace::Torch,
+        function: true,
+        method: false,
+        overloads: &[("ctc_loss.IntList", None), ("ctc_loss.Tensor", None)],
+    },
+    Binding {
         name: "nll_loss",
         namespace: Namespace::Torch,
         function: true,
