@@ -1260,7 +1260,8 @@ pub fn embedding_bag(
 /// `sparse`, comes from it); sums and means add the rows into their bags with one `index_add`,
 /// maxima reduce each bag's (contiguous) rows. The other three outputs are PyTorch's
 /// bookkeeping for its backward, with its shapes, dtype (int64) and CPU values:
-/// `offset2bag` (the bag of each entry), `bag_size` (the kept entries per bag; zeros for sums)
+/// `offset2bag` (the bag of each entry; empty for sums of a float, half or bfloat16 table
+/// without padding, PyTorch's fast path), `bag_size` (the kept entries per bag; zeros for sums)
 /// and `max_indices` (the row each maximum came from, zero for an empty bag; `bag_size` for
 /// the other modes).
 #[allow(clippy::too_many_arguments)]
@@ -1361,7 +1362,13 @@ pub fn embedding_bag_padding_idx(
     }
     let zeros = ops::zeros(&[bags as i64, dim], Some(rows.dtype()), None, Some(dev), None)?;
     let bag_size = on_dev(if mode == 0 { vec![0; bags] } else { counts.clone() }, &[bags as i64])?;
-    let offset2bag = on_dev(offset2bag, &[n])?;
+    // PyTorch's CPU sums of a float, half or bfloat16 table without padding (its fast path)
+    // leave offset2bag empty.
+    let fast_sum = mode == 0
+        && matches!(weight.dtype(), ScalarType::F32 | ScalarType::F16 | ScalarType::BF16)
+        && padding_idx.is_none()
+        && weight.strides()[1] == 1;
+    let offset2bag = if fast_sum { on_dev(Vec::new(), &[0])? } else { on_dev(offset2bag, &[n])? };
     let (out, max_indices) = if mode == 2 {
         let (mut out, mut arg) = (Vec::with_capacity(bags), Vec::with_capacity(bags));
         let mut start = 0;
