@@ -33,7 +33,8 @@ def put(key, t):
 
 def make_input(kind, shape, g):
     """A seeded input: `f` normal floats, `prob` in (0.05, 0.95), `pos` positive, `sign` +-1
-    floats, `idx:N` int64 indices below N."""
+    floats, `logp` log-softmax of normal floats over the last dimension, `idx:N` int64 indices
+    below N (`idx:M:N` from M), `vals:a,b,...` those int64 values (shape ignored)."""
     if kind == "f":
         return torch.randn(shape, generator=g)
     if kind == "prob":
@@ -42,8 +43,13 @@ def make_input(kind, shape, g):
         return torch.rand(shape, generator=g) + 0.5
     if kind == "sign":
         return torch.randint(0, 2, shape, generator=g).float() * 2 - 1
+    if kind == "logp":
+        return torch.log_softmax(torch.randn(shape, generator=g), -1)
     if kind.startswith("idx:"):
-        return torch.randint(0, int(kind[4:]), shape, generator=g)
+        lo, _, hi = kind[4:].rpartition(":")
+        return torch.randint(int(lo or 0), int(hi), shape, generator=g)
+    if kind.startswith("vals:"):
+        return torch.tensor([int(v) for v in kind[5:].split(",")], dtype=torch.int64)
     raise ValueError(kind)
 
 
@@ -214,6 +220,13 @@ CASES = [
         [("f", (4, 6)), ("f", (4, 6)), ("sign", (4,))],
     ),
     ("triplet_margin_loss", "TripletMarginLoss", {"margin": 0.5}, "train", [("f", (4, 6)), ("f", (4, 6)), ("f", (4, 6))]),
+    (
+        "ctc_loss",
+        "CTCLoss",
+        {"blank": 0},
+        "train",
+        [("logp", (7, 3, 5)), ("idx:1:5", (3, 4)), ("vals:7,6,5", (3,)), ("vals:4,2,3", (3,))],
+    ),
 ]
 
 # Inputs that are targets of a loss: not differentiated (PyTorch has no gradient for some of
@@ -230,6 +243,7 @@ LOSSES = {
     "KLDivLoss",
     "MarginRankingLoss",
     "CosineEmbeddingLoss",
+    "CTCLoss",
 }
 
 

@@ -375,6 +375,7 @@ pub(crate) const BUILT: &[&str] = &[
     "MarginRankingLoss",
     "CosineEmbeddingLoss",
     "TripletMarginLoss",
+    "CTCLoss",
 ];
 
 /// The optimizers [`build_optimizer`] makes.
@@ -691,6 +692,16 @@ fn build(module: &str, cfg: &Value) -> Result<Box<dyn ParityModule>, String> {
             m.swap = kw_b(cfg, "swap", false);
             m.reduction = reduction(cfg)?;
             Box::new(Three(m, nn::TripletMarginLoss::forward))
+        }
+        "CTCLoss" => {
+            let mut m = nn::CTCLoss::new(kw_i(cfg, "blank", 0));
+            m.zero_infinity = kw_b(cfg, "zero_infinity", false);
+            m.reduction = reduction(cfg)?;
+            // PyTorch's forward takes the lengths as tensors (or lists); ours as slices.
+            Box::new(Custom(m, |m, x| {
+                let lengths = |t: &Tensor| t.to(c10::ScalarType::I64).call()?.to_vec::<i64>();
+                Ok(vec![m.forward(&x[0], &x[1], &lengths(&x[2])?, &lengths(&x[3])?)?])
+            }))
         }
         "Dropout" => Box::new(Single(s(nn::Dropout::new(kw_f(cfg, "p", 0.5)))?)),
         "Dropout2d" => Box::new(Single(s(nn::Dropout2d::new(kw_f(cfg, "p", 0.5)))?)),
