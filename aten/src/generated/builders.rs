@@ -1547,9 +1547,9 @@ impl<'a> ArangeStart<'a> {
 
 /// The builder of [`linspace`](crate::front::linspace); overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
-/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4049)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4189)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4193)
+/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4051)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4191)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4195)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Linspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -2938,7 +2938,7 @@ impl<'a> Pow<'a> {
 
 /// The builder of [`lerp`](crate::front::lerp); overloads:
 /// - `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
-/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3566)
+/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3568)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Lerp<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3105,7 +3105,7 @@ impl<'a> Clamp<'a> {
 
 /// The builder of [`masked_fill`](crate::front::masked_fill); overloads:
 /// - `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
-/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3385)
+/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3387)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaskedFill<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3136,7 +3136,7 @@ impl<'a> MaskedFill<'a> {
 
 /// The builder of [`masked_fill_`](crate::front::masked_fill_); overloads:
 /// - `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1336)
-/// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3389)
+/// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3391)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MaskedFillInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3471,8 +3471,8 @@ impl<'a> ProdDimInt<'a> {
 
 /// The builder of [`var`](crate::front::var); overloads:
 /// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
-/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3173)
-/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3177)
+/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3175)
+/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3179)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Var<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3537,8 +3537,8 @@ impl<'a> Var<'a> {
 
 /// The builder of [`std`](crate::front::std); overloads:
 /// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1404)
-/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3181)
-/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3185)
+/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3183)
+/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3187)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Std<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3809,7 +3809,7 @@ impl<'a> Logsumexp<'a> {
 
 /// The builder of [`all`](crate::front::all); overloads:
 /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
-/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3594)
+/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3596)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct All<'a> {
     pub(crate) self_: &'a Tensor,
@@ -3846,7 +3846,7 @@ impl<'a> All<'a> {
 
 /// The builder of [`any`](crate::front::any); overloads:
 /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1459)
-/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3590)
+/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3592)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Any<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7401,7 +7401,7 @@ impl<'a> PrivateCtcLoss<'a> {
 }
 
 /// The builder of [`_ctc_loss_backward`](crate::front::_ctc_loss_backward); overloads:
-/// - `_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2226)
+/// - `_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2227)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateCtcLossBackward<'a> {
     pub(crate) grad: &'a Tensor,
@@ -7455,7 +7455,7 @@ impl<'a> PrivateCtcLossBackward<'a> {
 }
 
 /// The builder of [`ctc_loss`](crate::front::ctc_loss); overloads:
-/// - `ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2230)
+/// - `ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2232)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CtcLoss<'a> {
     pub(crate) log_probs: &'a Tensor,
@@ -7508,7 +7508,7 @@ impl<'a> CtcLoss<'a> {
 }
 
 /// The builder of [`ctc_loss_tensor`](crate::front::ctc_loss_tensor); overloads:
-/// - `ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2234)
+/// - `ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2236)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CtcLossTensor<'a> {
     pub(crate) log_probs: &'a Tensor,
@@ -7561,7 +7561,7 @@ impl<'a> CtcLossTensor<'a> {
 }
 
 /// The builder of [`nll_loss`](crate::front::nll_loss); overloads:
-/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2238)
+/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2240)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7602,7 +7602,7 @@ impl<'a> NllLoss<'a> {
 }
 
 /// The builder of [`nll_loss2d`](crate::front::nll_loss2d); overloads:
-/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2242)
+/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2244)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLoss2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7643,7 +7643,7 @@ impl<'a> NllLoss2d<'a> {
 }
 
 /// The builder of [`nll_loss_nd`](crate::front::nll_loss_nd); overloads:
-/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2246)
+/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2248)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NllLossNd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7684,7 +7684,7 @@ impl<'a> NllLossNd<'a> {
 }
 
 /// The builder of [`cross_entropy_loss`](crate::front::cross_entropy_loss); overloads:
-/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2250)
+/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2252)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CrossEntropyLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7740,7 +7740,7 @@ impl<'a> CrossEntropyLoss<'a> {
 }
 
 /// The builder of [`nan_to_num`](crate::front::nan_to_num); overloads:
-/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2366)
+/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2368)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7780,7 +7780,7 @@ impl<'a> NanToNum<'a> {
 }
 
 /// The builder of [`nan_to_num_`](crate::front::nan_to_num_); overloads:
-/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2371)
+/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2373)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanToNumInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7820,7 +7820,7 @@ impl<'a> NanToNumInplace<'a> {
 }
 
 /// The builder of [`clamp_`](crate::front::clamp_); overloads:
-/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2408)
+/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2410)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7852,7 +7852,7 @@ impl<'a> ClampInplace<'a> {
 }
 
 /// The builder of [`clamp_tensor`](crate::front::clamp_tensor); overloads:
-/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2417)
+/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2419)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7884,7 +7884,7 @@ impl<'a> ClampTensor<'a> {
 }
 
 /// The builder of [`clamp_tensor_`](crate::front::clamp_tensor_); overloads:
-/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2424)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampTensorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7916,8 +7916,8 @@ impl<'a> ClampTensorInplace<'a> {
 }
 
 /// The builder of [`clamp_min`](crate::front::clamp_min); overloads:
-/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2431)
-/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2436)
+/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2433)
+/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2438)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMin<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7943,8 +7943,8 @@ impl<'a> ClampMin<'a> {
 }
 
 /// The builder of [`clamp_min_`](crate::front::clamp_min_); overloads:
-/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2441)
-/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2446)
+/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2443)
+/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2448)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMinInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -7973,8 +7973,8 @@ impl<'a> ClampMinInplace<'a> {
 }
 
 /// The builder of [`clamp_max`](crate::front::clamp_max); overloads:
-/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2459)
-/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2464)
+/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2461)
+/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2466)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8000,8 +8000,8 @@ impl<'a> ClampMax<'a> {
 }
 
 /// The builder of [`clamp_max_`](crate::front::clamp_max_); overloads:
-/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2469)
-/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2474)
+/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2471)
+/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2476)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ClampMaxInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8030,7 +8030,7 @@ impl<'a> ClampMaxInplace<'a> {
 }
 
 /// The builder of [`celu`](crate::front::celu); overloads:
-/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2495)
+/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2497)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Celu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8054,7 +8054,7 @@ impl<'a> Celu<'a> {
 }
 
 /// The builder of [`celu_`](crate::front::celu_); overloads:
-/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2499)
+/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2501)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CeluInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8078,7 +8078,7 @@ impl<'a> CeluInplace<'a> {
 }
 
 /// The builder of [`glu`](crate::front::glu); overloads:
-/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2515)
+/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2517)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Glu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8102,8 +8102,8 @@ impl<'a> Glu<'a> {
 }
 
 /// The builder of [`copysign`](crate::front::copysign); overloads:
-/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
-/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2580)
+/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2568)
+/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2582)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Copysign<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8132,8 +8132,8 @@ impl<'a> Copysign<'a> {
 }
 
 /// The builder of [`copysign_`](crate::front::copysign_); overloads:
-/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
-/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2585)
+/// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2573)
+/// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2587)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CopysignInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8162,8 +8162,8 @@ impl<'a> CopysignInplace<'a> {
 }
 
 /// The builder of [`floor_divide`](crate::front::floor_divide); overloads:
-/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
-/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2604)
+/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2592)
+/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2606)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivide<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8192,8 +8192,8 @@ impl<'a> FloorDivide<'a> {
 }
 
 /// The builder of [`floor_divide_`](crate::front::floor_divide_); overloads:
-/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
-/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2609)
+/// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2597)
+/// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2611)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloorDivideInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8222,9 +8222,9 @@ impl<'a> FloorDivideInplace<'a> {
 }
 
 /// The builder of [`bitwise_and`](crate::front::bitwise_and); overloads:
-/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
-/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2619)
-/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2624)
+/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2616)
+/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2621)
+/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2626)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAnd<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8266,8 +8266,8 @@ impl<'a> BitwiseAnd<'a> {
 }
 
 /// The builder of [`bitwise_and_`](crate::front::bitwise_and_); overloads:
-/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
-/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2633)
+/// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2630)
+/// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2635)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseAndInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8296,9 +8296,9 @@ impl<'a> BitwiseAndInplace<'a> {
 }
 
 /// The builder of [`bitwise_or`](crate::front::bitwise_or); overloads:
-/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2642)
-/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2647)
-/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2652)
+/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2644)
+/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2649)
+/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2654)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOr<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8340,8 +8340,8 @@ impl<'a> BitwiseOr<'a> {
 }
 
 /// The builder of [`bitwise_or_`](crate::front::bitwise_or_); overloads:
-/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2656)
-/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2661)
+/// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2658)
+/// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2663)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseOrInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8370,9 +8370,9 @@ impl<'a> BitwiseOrInplace<'a> {
 }
 
 /// The builder of [`bitwise_xor`](crate::front::bitwise_xor); overloads:
-/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2670)
-/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2675)
-/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2680)
+/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
+/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2677)
+/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXor<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8414,8 +8414,8 @@ impl<'a> BitwiseXor<'a> {
 }
 
 /// The builder of [`bitwise_xor_`](crate::front::bitwise_xor_); overloads:
-/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2684)
-/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2689)
+/// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2686)
+/// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2691)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseXorInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8444,9 +8444,9 @@ impl<'a> BitwiseXorInplace<'a> {
 }
 
 /// The builder of [`bitwise_left_shift`](crate::front::bitwise_left_shift); overloads:
-/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2698)
-/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2703)
-/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2708)
+/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2700)
+/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2705)
+/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2710)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8488,8 +8488,8 @@ impl<'a> BitwiseLeftShift<'a> {
 }
 
 /// The builder of [`bitwise_left_shift_`](crate::front::bitwise_left_shift_); overloads:
-/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2712)
-/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2717)
+/// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2714)
+/// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2719)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseLeftShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8524,9 +8524,9 @@ impl<'a> BitwiseLeftShiftInplace<'a> {
 }
 
 /// The builder of [`bitwise_right_shift`](crate::front::bitwise_right_shift); overloads:
-/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2730)
-/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2735)
-/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2740)
+/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2732)
+/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2737)
+/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2742)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShift<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -8568,8 +8568,8 @@ impl<'a> BitwiseRightShift<'a> {
 }
 
 /// The builder of [`bitwise_right_shift_`](crate::front::bitwise_right_shift_); overloads:
-/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2744)
-/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2749)
+/// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2746)
+/// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2751)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct BitwiseRightShiftInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8604,9 +8604,9 @@ impl<'a> BitwiseRightShiftInplace<'a> {
 }
 
 /// The builder of [`var_mean`](crate::front::var_mean); overloads:
-/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2772)
-/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2776)
-/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2780)
+/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2774)
+/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2778)
+/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2782)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct VarMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8675,9 +8675,9 @@ impl<'a> VarMean<'a> {
 }
 
 /// The builder of [`std_mean`](crate::front::std_mean); overloads:
-/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2784)
-/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2788)
-/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2792)
+/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2786)
+/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2790)
+/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2794)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct StdMean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8746,8 +8746,8 @@ impl<'a> StdMean<'a> {
 }
 
 /// The builder of [`stft`](crate::front::stft); overloads:
-/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2914)
-/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2919)
+/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2916)
+/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2921)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Stft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8874,7 +8874,7 @@ impl<'a> Stft<'a> {
 }
 
 /// The builder of [`istft`](crate::front::istft); overloads:
-/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2924)
+/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2926)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Istft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -8978,7 +8978,7 @@ impl<'a> Istft<'a> {
 }
 
 /// The builder of [`fft_fft`](crate::front::fft_fft); overloads:
-/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
+/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2943)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9018,7 +9018,7 @@ impl<'a> FftFft<'a> {
 }
 
 /// The builder of [`fft_ifft`](crate::front::fft_ifft); overloads:
-/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
+/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2947)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9058,7 +9058,7 @@ impl<'a> FftIfft<'a> {
 }
 
 /// The builder of [`fft_rfft`](crate::front::fft_rfft); overloads:
-/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
+/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2951)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9098,7 +9098,7 @@ impl<'a> FftRfft<'a> {
 }
 
 /// The builder of [`fft_ihfft`](crate::front::fft_ihfft); overloads:
-/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
+/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2955)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9138,7 +9138,7 @@ impl<'a> FftIhfft<'a> {
 }
 
 /// The builder of [`fft_fft2`](crate::front::fft_fft2); overloads:
-/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
+/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2959)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9180,7 +9180,7 @@ impl<'a> FftFft2<'a> {
 }
 
 /// The builder of [`fft_ifft2`](crate::front::fft_ifft2); overloads:
-/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2961)
+/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2963)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9222,7 +9222,7 @@ impl<'a> FftIfft2<'a> {
 }
 
 /// The builder of [`fft_rfft2`](crate::front::fft_rfft2); overloads:
-/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2965)
+/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2967)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9264,7 +9264,7 @@ impl<'a> FftRfft2<'a> {
 }
 
 /// The builder of [`fft_ihfft2`](crate::front::fft_ihfft2); overloads:
-/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2969)
+/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2971)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9306,7 +9306,7 @@ impl<'a> FftIhfft2<'a> {
 }
 
 /// The builder of [`fft_fftn`](crate::front::fft_fftn); overloads:
-/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2973)
+/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2975)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9348,7 +9348,7 @@ impl<'a> FftFftn<'a> {
 }
 
 /// The builder of [`fft_ifftn`](crate::front::fft_ifftn); overloads:
-/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2977)
+/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2979)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9390,7 +9390,7 @@ impl<'a> FftIfftn<'a> {
 }
 
 /// The builder of [`fft_rfftn`](crate::front::fft_rfftn); overloads:
-/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2981)
+/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2983)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftRfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9432,7 +9432,7 @@ impl<'a> FftRfftn<'a> {
 }
 
 /// The builder of [`fft_ihfftn`](crate::front::fft_ihfftn); overloads:
-/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2985)
+/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2987)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIhfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9474,7 +9474,7 @@ impl<'a> FftIhfftn<'a> {
 }
 
 /// The builder of [`unbind_copy`](crate::front::unbind_copy); overloads:
-/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3009)
+/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3011)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnbindCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9498,7 +9498,7 @@ impl<'a> UnbindCopy<'a> {
 }
 
 /// The builder of [`expand_copy`](crate::front::expand_copy); overloads:
-/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:3021)
+/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:3023)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ExpandCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9524,7 +9524,7 @@ impl<'a> ExpandCopy<'a> {
 }
 
 /// The builder of [`diagonal_copy`](crate::front::diagonal_copy); overloads:
-/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3025)
+/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3027)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9564,7 +9564,7 @@ impl<'a> DiagonalCopy<'a> {
 }
 
 /// The builder of [`as_strided_copy`](crate::front::as_strided_copy); overloads:
-/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3029)
+/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3031)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9592,7 +9592,7 @@ impl<'a> AsStridedCopy<'a> {
 }
 
 /// The builder of [`split_with_sizes_copy`](crate::front::split_with_sizes_copy); overloads:
-/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3033)
+/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3035)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SplitWithSizesCopy<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9618,7 +9618,7 @@ impl<'a> SplitWithSizesCopy<'a> {
 }
 
 /// The builder of [`new_zeros`](crate::front::new_zeros); overloads:
-/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3057)
+/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3059)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewZeros<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9668,7 +9668,7 @@ impl<'a> NewZeros<'a> {
 }
 
 /// The builder of [`new_ones`](crate::front::new_ones); overloads:
-/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3061)
+/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3063)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewOnes<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9718,7 +9718,7 @@ impl<'a> NewOnes<'a> {
 }
 
 /// The builder of [`new_empty`](crate::front::new_empty); overloads:
-/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3065)
+/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3067)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmpty<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9768,7 +9768,7 @@ impl<'a> NewEmpty<'a> {
 }
 
 /// The builder of [`new_full`](crate::front::new_full); overloads:
-/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3069)
+/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3071)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewFull<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9819,7 +9819,7 @@ impl<'a> NewFull<'a> {
 }
 
 /// The builder of [`new_empty_strided`](crate::front::new_empty_strided); overloads:
-/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3073)
+/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3075)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NewEmptyStrided<'a> {
     pub(crate) self_: &'a Tensor,
@@ -9871,7 +9871,7 @@ impl<'a> NewEmptyStrided<'a> {
 }
 
 /// The builder of [`empty_permuted`](crate::front::empty_permuted); overloads:
-/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3077)
+/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3079)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct EmptyPermuted<'a> {
     pub(crate) size: IntList<'a>,
@@ -9922,7 +9922,7 @@ impl<'a> EmptyPermuted<'a> {
 }
 
 /// The builder of [`scalar_tensor`](crate::front::scalar_tensor); overloads:
-/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3081)
+/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3083)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScalarTensor<'a> {
     pub(crate) s: Scalar,
@@ -9971,9 +9971,9 @@ impl<'a> ScalarTensor<'a> {
 }
 
 /// The builder of [`xlogy`](crate::front::xlogy); overloads:
-/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3117)
-/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3121)
-/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3125)
+/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3119)
+/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3123)
+/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3127)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Xlogy<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -10012,9 +10012,9 @@ impl<'a> Xlogy<'a> {
 }
 
 /// The builder of [`float_power`](crate::front::float_power); overloads:
-/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3141)
-/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3145)
-/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3149)
+/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3143)
+/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3147)
+/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3151)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FloatPower<'a> {
     pub(crate) self_: TensorOrScalar<'a>,
@@ -10056,7 +10056,7 @@ impl<'a> FloatPower<'a> {
 }
 
 /// The builder of [`isclose`](crate::front::isclose); overloads:
-/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3157)
+/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3159)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10103,7 +10103,7 @@ impl<'a> Isclose<'a> {
 }
 
 /// The builder of [`hardshrink`](crate::front::hardshrink); overloads:
-/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3161)
+/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3163)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Hardshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10127,7 +10127,7 @@ impl<'a> Hardshrink<'a> {
 }
 
 /// The builder of [`softshrink`](crate::front::softshrink); overloads:
-/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3165)
+/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3167)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Softshrink<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10151,7 +10151,7 @@ impl<'a> Softshrink<'a> {
 }
 
 /// The builder of [`prod`](crate::front::prod); overloads:
-/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3169)
+/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3171)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Prod<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10175,7 +10175,7 @@ impl<'a> Prod<'a> {
 }
 
 /// The builder of [`nansum`](crate::front::nansum); overloads:
-/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3189)
+/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3191)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nansum<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10216,7 +10216,7 @@ impl<'a> Nansum<'a> {
 }
 
 /// The builder of [`nanmean`](crate::front::nanmean); overloads:
-/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3193)
+/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3195)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanmean<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10257,7 +10257,7 @@ impl<'a> Nanmean<'a> {
 }
 
 /// The builder of [`aminmax`](crate::front::aminmax); overloads:
-/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3197)
+/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3199)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Aminmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10289,7 +10289,7 @@ impl<'a> Aminmax<'a> {
 }
 
 /// The builder of [`addmv`](crate::front::addmv); overloads:
-/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3217)
+/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3219)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addmv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10323,7 +10323,7 @@ impl<'a> Addmv<'a> {
 }
 
 /// The builder of [`addr`](crate::front::addr); overloads:
-/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3221)
+/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3223)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Addr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10357,7 +10357,7 @@ impl<'a> Addr<'a> {
 }
 
 /// The builder of [`linalg_cross`](crate::front::linalg_cross); overloads:
-/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3225)
+/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3227)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10382,7 +10382,7 @@ impl<'a> LinalgCross<'a> {
 }
 
 /// The builder of [`cross`](crate::front::cross); overloads:
-/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3229)
+/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3231)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cross<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10407,7 +10407,7 @@ impl<'a> Cross<'a> {
 }
 
 /// The builder of [`dist`](crate::front::dist); overloads:
-/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3237)
+/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3239)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Dist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10432,7 +10432,7 @@ impl<'a> Dist<'a> {
 }
 
 /// The builder of [`pairwise_distance`](crate::front::pairwise_distance); overloads:
-/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3241)
+/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3243)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PairwiseDistance<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10473,7 +10473,7 @@ impl<'a> PairwiseDistance<'a> {
 }
 
 /// The builder of [`cosine_similarity`](crate::front::cosine_similarity); overloads:
-/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3245)
+/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3247)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CosineSimilarity<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10506,7 +10506,7 @@ impl<'a> CosineSimilarity<'a> {
 }
 
 /// The builder of [`cdist`](crate::front::cdist); overloads:
-/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3249)
+/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3251)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cdist<'a> {
     pub(crate) x1: &'a Tensor,
@@ -10539,7 +10539,7 @@ impl<'a> Cdist<'a> {
 }
 
 /// The builder of [`pdist`](crate::front::pdist); overloads:
-/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3253)
+/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3255)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pdist<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10563,7 +10563,7 @@ impl<'a> Pdist<'a> {
 }
 
 /// The builder of [`soft_margin_loss`](crate::front::soft_margin_loss); overloads:
-/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3257)
+/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3259)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SoftMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10588,7 +10588,7 @@ impl<'a> SoftMarginLoss<'a> {
 }
 
 /// The builder of [`hinge_embedding_loss`](crate::front::hinge_embedding_loss); overloads:
-/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3261)
+/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3263)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HingeEmbeddingLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10621,7 +10621,7 @@ impl<'a> HingeEmbeddingLoss<'a> {
 }
 
 /// The builder of [`rms_norm`](crate::front::rms_norm); overloads:
-/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3269)
+/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3271)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RmsNorm<'a> {
     pub(crate) input: &'a Tensor,
@@ -10655,7 +10655,7 @@ impl<'a> RmsNorm<'a> {
 }
 
 /// The builder of [`linalg_vector_norm`](crate::front::linalg_vector_norm); overloads:
-/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3277)
+/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3279)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVectorNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10710,7 +10710,7 @@ impl<'a> LinalgVectorNorm<'a> {
 }
 
 /// The builder of [`linalg_diagonal`](crate::front::linalg_diagonal); overloads:
-/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3281)
+/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3283)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgDiagonal<'a> {
     pub(crate) a_: &'a Tensor,
@@ -10750,7 +10750,7 @@ impl<'a> LinalgDiagonal<'a> {
 }
 
 /// The builder of [`diagflat`](crate::front::diagflat); overloads:
-/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3285)
+/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3287)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diagflat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10774,7 +10774,7 @@ impl<'a> Diagflat<'a> {
 }
 
 /// The builder of [`combinations`](crate::front::combinations); overloads:
-/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3297)
+/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3299)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Combinations<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10806,7 +10806,7 @@ impl<'a> Combinations<'a> {
 }
 
 /// The builder of [`diff`](crate::front::diff); overloads:
-/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3301)
+/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3303)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Diff<'a> {
     pub(crate) self_: &'a Tensor,
@@ -10854,7 +10854,7 @@ impl<'a> Diff<'a> {
 }
 
 /// The builder of [`trapezoid`](crate::front::trapezoid); overloads:
-/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3305)
+/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3307)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10879,7 +10879,7 @@ impl<'a> Trapezoid<'a> {
 }
 
 /// The builder of [`trapezoid_dx`](crate::front::trapezoid_dx); overloads:
-/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3309)
+/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3311)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10911,7 +10911,7 @@ impl<'a> TrapezoidDx<'a> {
 }
 
 /// The builder of [`trapz`](crate::front::trapz); overloads:
-/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3313)
+/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3315)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapz<'a> {
     pub(crate) y: &'a Tensor,
@@ -10936,7 +10936,7 @@ impl<'a> Trapz<'a> {
 }
 
 /// The builder of [`trapz_dx`](crate::front::trapz_dx); overloads:
-/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3317)
+/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3319)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrapzDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -10968,7 +10968,7 @@ impl<'a> TrapzDx<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid`](crate::front::cumulative_trapezoid); overloads:
-/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3321)
+/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3323)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoid<'a> {
     pub(crate) y: &'a Tensor,
@@ -10993,7 +10993,7 @@ impl<'a> CumulativeTrapezoid<'a> {
 }
 
 /// The builder of [`cumulative_trapezoid_dx`](crate::front::cumulative_trapezoid_dx); overloads:
-/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3325)
+/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3327)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoidDx<'a> {
     pub(crate) y: &'a Tensor,
@@ -11025,7 +11025,7 @@ impl<'a> CumulativeTrapezoidDx<'a> {
 }
 
 /// The builder of [`tensor_split`](crate::front::tensor_split); overloads:
-/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3329)
+/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3331)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11050,7 +11050,7 @@ impl<'a> TensorSplit<'a> {
 }
 
 /// The builder of [`tensor_split_indices`](crate::front::tensor_split_indices); overloads:
-/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3333)
+/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3335)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitIndices<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11076,7 +11076,7 @@ impl<'a> TensorSplitIndices<'a> {
 }
 
 /// The builder of [`tensor_split_tensor_indices_or_sections`](crate::front::tensor_split_tensor_indices_or_sections); overloads:
-/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3337)
+/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3339)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplitTensorIndicesOrSections<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11105,7 +11105,7 @@ impl<'a> TensorSplitTensorIndicesOrSections<'a> {
 }
 
 /// The builder of [`unsafe_split`](crate::front::unsafe_split); overloads:
-/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3365)
+/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3367)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeSplit<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11130,7 +11130,7 @@ impl<'a> UnsafeSplit<'a> {
 }
 
 /// The builder of [`unsafe_chunk`](crate::front::unsafe_chunk); overloads:
-/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3369)
+/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3371)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UnsafeChunk<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11155,7 +11155,7 @@ impl<'a> UnsafeChunk<'a> {
 }
 
 /// The builder of [`take_along_dim`](crate::front::take_along_dim); overloads:
-/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3373)
+/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3375)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TakeAlongDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11180,10 +11180,10 @@ impl<'a> TakeAlongDim<'a> {
 }
 
 /// The builder of [`logspace`](crate::front::logspace); overloads:
-/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3394)
-/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4053)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4197)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4201)
+/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3396)
+/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4055)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4199)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4203)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Logspace<'a> {
     pub(crate) start: TensorOrScalar<'a>,
@@ -11289,7 +11289,7 @@ impl<'a> Logspace<'a> {
 }
 
 /// The builder of [`upsample_linear1d`](crate::front::upsample_linear1d); overloads:
-/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3562)
+/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3564)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleLinear1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11316,7 +11316,7 @@ impl<'a> UpsampleLinear1d<'a> {
 }
 
 /// The builder of [`isin`](crate::front::isin); overloads:
-/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3574)
+/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3576)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Isin<'a> {
     pub(crate) elements: &'a Tensor,
@@ -11354,7 +11354,7 @@ impl<'a> Isin<'a> {
 }
 
 /// The builder of [`bucketize`](crate::front::bucketize); overloads:
-/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3578)
+/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3580)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bucketize<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11387,7 +11387,7 @@ impl<'a> Bucketize<'a> {
 }
 
 /// The builder of [`searchsorted`](crate::front::searchsorted); overloads:
-/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3582)
+/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3584)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Searchsorted<'a> {
     pub(crate) sorted_sequence: &'a Tensor,
@@ -11443,7 +11443,7 @@ impl<'a> Searchsorted<'a> {
 }
 
 /// The builder of [`diagonal_scatter`](crate::front::diagonal_scatter); overloads:
-/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3602)
+/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3604)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct DiagonalScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11484,7 +11484,7 @@ impl<'a> DiagonalScatter<'a> {
 }
 
 /// The builder of [`put`](crate::front::put); overloads:
-/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3606)
+/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3608)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Put<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11510,7 +11510,7 @@ impl<'a> Put<'a> {
 }
 
 /// The builder of [`nonzero_static`](crate::front::nonzero_static); overloads:
-/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3610)
+/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3612)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NonzeroStatic<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11535,7 +11535,7 @@ impl<'a> NonzeroStatic<'a> {
 }
 
 /// The builder of [`_safe_softmax`](crate::front::_safe_softmax); overloads:
-/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3614)
+/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3616)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSafeSoftmax<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11560,7 +11560,7 @@ impl<'a> PrivateSafeSoftmax<'a> {
 }
 
 /// The builder of [`bilinear`](crate::front::bilinear); overloads:
-/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3626)
+/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3628)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bilinear<'a> {
     pub(crate) input1: &'a Tensor,
@@ -11586,7 +11586,7 @@ impl<'a> Bilinear<'a> {
 }
 
 /// The builder of [`cov`](crate::front::cov); overloads:
-/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3630)
+/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3632)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cov<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11626,7 +11626,7 @@ impl<'a> Cov<'a> {
 }
 
 /// The builder of [`bincount`](crate::front::bincount); overloads:
-/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3642)
+/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3644)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bincount<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11658,7 +11658,7 @@ impl<'a> Bincount<'a> {
 }
 
 /// The builder of [`histc`](crate::front::histc); overloads:
-/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3646)
+/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3648)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histc<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11703,7 +11703,7 @@ impl<'a> Histc<'a> {
 }
 
 /// The builder of [`triu_indices`](crate::front::triu_indices); overloads:
-/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3650)
+/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3652)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriuIndices<'a> {
     pub(crate) row: i64,
@@ -11769,7 +11769,7 @@ impl<'a> TriuIndices<'a> {
 }
 
 /// The builder of [`tril_indices`](crate::front::tril_indices); overloads:
-/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3654)
+/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3656)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TrilIndices<'a> {
     pub(crate) row: i64,
@@ -11835,7 +11835,7 @@ impl<'a> TrilIndices<'a> {
 }
 
 /// The builder of [`fft_fftshift`](crate::front::fft_fftshift); overloads:
-/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3676)
+/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3678)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftFftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11860,7 +11860,7 @@ impl<'a> FftFftshift<'a> {
 }
 
 /// The builder of [`fft_ifftshift`](crate::front::fft_ifftshift); overloads:
-/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3680)
+/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3682)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIfftshift<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11885,7 +11885,7 @@ impl<'a> FftIfftshift<'a> {
 }
 
 /// The builder of [`linalg_vecdot`](crate::front::linalg_vecdot); overloads:
-/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3684)
+/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3686)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVecdot<'a> {
     pub(crate) x: &'a Tensor,
@@ -11910,7 +11910,7 @@ impl<'a> LinalgVecdot<'a> {
 }
 
 /// The builder of [`linalg_vander`](crate::front::linalg_vander); overloads:
-/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3688)
+/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3690)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgVander<'a> {
     pub(crate) x: &'a Tensor,
@@ -11934,7 +11934,7 @@ impl<'a> LinalgVander<'a> {
 }
 
 /// The builder of [`quantile`](crate::front::quantile); overloads:
-/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3700)
+/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3702)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Quantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -11975,7 +11975,7 @@ impl<'a> Quantile<'a> {
 }
 
 /// The builder of [`quantile_scalar`](crate::front::quantile_scalar); overloads:
-/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3704)
+/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3706)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct QuantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12022,7 +12022,7 @@ impl<'a> QuantileScalar<'a> {
 }
 
 /// The builder of [`nanquantile`](crate::front::nanquantile); overloads:
-/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3708)
+/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3710)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Nanquantile<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12063,7 +12063,7 @@ impl<'a> Nanquantile<'a> {
 }
 
 /// The builder of [`nanquantile_scalar`](crate::front::nanquantile_scalar); overloads:
-/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3712)
+/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3714)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanquantileScalar<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12110,7 +12110,7 @@ impl<'a> NanquantileScalar<'a> {
 }
 
 /// The builder of [`nanmedian_dim`](crate::front::nanmedian_dim); overloads:
-/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3720)
+/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3722)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NanmedianDim<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12135,7 +12135,7 @@ impl<'a> NanmedianDim<'a> {
 }
 
 /// The builder of [`mode`](crate::front::mode); overloads:
-/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3724)
+/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3726)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Mode<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12167,7 +12167,7 @@ impl<'a> Mode<'a> {
 }
 
 /// The builder of [`scatter_reduce_two`](crate::front::scatter_reduce_two); overloads:
-/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3728)
+/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3730)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ScatterReduceTwo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12195,7 +12195,7 @@ impl<'a> ScatterReduceTwo<'a> {
 }
 
 /// The builder of [`index_reduce`](crate::front::index_reduce); overloads:
-/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3732)
+/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3734)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct IndexReduce<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12223,7 +12223,7 @@ impl<'a> IndexReduce<'a> {
 }
 
 /// The builder of [`upsample_nearest1d`](crate::front::upsample_nearest1d); overloads:
-/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3746)
+/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3748)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleNearest1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12249,7 +12249,7 @@ impl<'a> UpsampleNearest1d<'a> {
 }
 
 /// The builder of [`linalg_lu_factor_ex`](crate::front::linalg_lu_factor_ex); overloads:
-/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3761)
+/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3763)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactorEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12281,7 +12281,7 @@ impl<'a> LinalgLuFactorEx<'a> {
 }
 
 /// The builder of [`linalg_lu_solve`](crate::front::linalg_lu_solve); overloads:
-/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3765)
+/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3767)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuSolve<'a> {
     pub(crate) lu: &'a Tensor,
@@ -12315,7 +12315,7 @@ impl<'a> LinalgLuSolve<'a> {
 }
 
 /// The builder of [`linalg_solve_triangular`](crate::front::linalg_solve_triangular); overloads:
-/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3769)
+/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3771)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveTriangular<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12355,7 +12355,7 @@ impl<'a> LinalgSolveTriangular<'a> {
 }
 
 /// The builder of [`linalg_cholesky_ex`](crate::front::linalg_cholesky_ex); overloads:
-/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3773)
+/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3775)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholeskyEx<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12387,7 +12387,7 @@ impl<'a> LinalgCholeskyEx<'a> {
 }
 
 /// The builder of [`linalg_qr`](crate::front::linalg_qr); overloads:
-/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3781)
+/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3783)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgQr<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12411,7 +12411,7 @@ impl<'a> LinalgQr<'a> {
 }
 
 /// The builder of [`linalg_eigh`](crate::front::linalg_eigh); overloads:
-/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3785)
+/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3787)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12435,7 +12435,7 @@ impl<'a> LinalgEigh<'a> {
 }
 
 /// The builder of [`_linalg_svd`](crate::front::_linalg_svd); overloads:
-/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3789)
+/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3791)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12475,7 +12475,7 @@ impl<'a> PrivateLinalgSvd<'a> {
 }
 
 /// The builder of [`linalg_lu_factor`](crate::front::linalg_lu_factor); overloads:
-/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3793)
+/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3795)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLuFactor<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12499,7 +12499,7 @@ impl<'a> LinalgLuFactor<'a> {
 }
 
 /// The builder of [`_lu_with_info`](crate::front::_lu_with_info); overloads:
-/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3797)
+/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3799)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateLuWithInfo<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12531,7 +12531,7 @@ impl<'a> PrivateLuWithInfo<'a> {
 }
 
 /// The builder of [`linalg_lu`](crate::front::linalg_lu); overloads:
-/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3801)
+/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3803)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLu<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12555,7 +12555,7 @@ impl<'a> LinalgLu<'a> {
 }
 
 /// The builder of [`lu_unpack`](crate::front::lu_unpack); overloads:
-/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3805)
+/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3807)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LuUnpack<'a> {
     pub(crate) lu_data: &'a Tensor,
@@ -12588,7 +12588,7 @@ impl<'a> LuUnpack<'a> {
 }
 
 /// The builder of [`linalg_solve_ex`](crate::front::linalg_solve_ex); overloads:
-/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3813)
+/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3815)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolveEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12621,7 +12621,7 @@ impl<'a> LinalgSolveEx<'a> {
 }
 
 /// The builder of [`linalg_solve`](crate::front::linalg_solve); overloads:
-/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3817)
+/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3819)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSolve<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12646,7 +12646,7 @@ impl<'a> LinalgSolve<'a> {
 }
 
 /// The builder of [`linalg_inv_ex`](crate::front::linalg_inv_ex); overloads:
-/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3821)
+/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3823)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgInvEx<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12670,7 +12670,7 @@ impl<'a> LinalgInvEx<'a> {
 }
 
 /// The builder of [`linalg_cholesky`](crate::front::linalg_cholesky); overloads:
-/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3853)
+/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3855)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCholesky<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12694,7 +12694,7 @@ impl<'a> LinalgCholesky<'a> {
 }
 
 /// The builder of [`cholesky_solve`](crate::front::cholesky_solve); overloads:
-/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3857)
+/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3859)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskySolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12719,7 +12719,7 @@ impl<'a> CholeskySolve<'a> {
 }
 
 /// The builder of [`cholesky_inverse`](crate::front::cholesky_inverse); overloads:
-/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3861)
+/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3863)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CholeskyInverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12743,7 +12743,7 @@ impl<'a> CholeskyInverse<'a> {
 }
 
 /// The builder of [`triangular_solve`](crate::front::triangular_solve); overloads:
-/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3865)
+/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3867)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TriangularSolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12790,7 +12790,7 @@ impl<'a> TriangularSolve<'a> {
 }
 
 /// The builder of [`ormqr`](crate::front::ormqr); overloads:
-/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3877)
+/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3879)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Ormqr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12824,7 +12824,7 @@ impl<'a> Ormqr<'a> {
 }
 
 /// The builder of [`linalg_svd`](crate::front::linalg_svd); overloads:
-/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3881)
+/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3883)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvd<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12856,7 +12856,7 @@ impl<'a> LinalgSvd<'a> {
 }
 
 /// The builder of [`svd`](crate::front::svd); overloads:
-/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3885)
+/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3887)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Svd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12888,7 +12888,7 @@ impl<'a> Svd<'a> {
 }
 
 /// The builder of [`linalg_svdvals`](crate::front::linalg_svdvals); overloads:
-/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3889)
+/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3891)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgSvdvals<'a> {
     pub(crate) a_: &'a Tensor,
@@ -12912,7 +12912,7 @@ impl<'a> LinalgSvdvals<'a> {
 }
 
 /// The builder of [`linalg_eigvalsh`](crate::front::linalg_eigvalsh); overloads:
-/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3893)
+/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3895)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgEigvalsh<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12936,7 +12936,7 @@ impl<'a> LinalgEigvalsh<'a> {
 }
 
 /// The builder of [`linalg_pinv`](crate::front::linalg_pinv); overloads:
-/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3897)
+/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3899)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -12961,7 +12961,7 @@ impl<'a> LinalgPinv<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_float`](crate::front::linalg_pinv_atol_rtol_float); overloads:
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3903)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13001,7 +13001,7 @@ impl<'a> LinalgPinvAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_tensor`](crate::front::linalg_pinv_atol_rtol_tensor); overloads:
-/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3905)
+/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3907)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13041,7 +13041,7 @@ impl<'a> LinalgPinvAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_pinv_rcond_tensor`](crate::front::linalg_pinv_rcond_tensor); overloads:
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3909)
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3911)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvRcondTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13066,7 +13066,7 @@ impl<'a> LinalgPinvRcondTensor<'a> {
 }
 
 /// The builder of [`pinverse`](crate::front::pinverse); overloads:
-/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3913)
+/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3915)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Pinverse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13090,7 +13090,7 @@ impl<'a> Pinverse<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank`](crate::front::linalg_matrix_rank); overloads:
-/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3917)
+/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3919)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRank<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13115,7 +13115,7 @@ impl<'a> LinalgMatrixRank<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_tol_tensor`](crate::front::linalg_matrix_rank_tol_tensor); overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3921)
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3923)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankTolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -13140,7 +13140,7 @@ impl<'a> LinalgMatrixRankTolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_tensor`](crate::front::linalg_matrix_rank_atol_rtol_tensor); overloads:
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3925)
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3927)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolTensor<'a> {
     pub(crate) input: &'a Tensor,
@@ -13180,7 +13180,7 @@ impl<'a> LinalgMatrixRankAtolRtolTensor<'a> {
 }
 
 /// The builder of [`linalg_matrix_rank_atol_rtol_float`](crate::front::linalg_matrix_rank_atol_rtol_float); overloads:
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3929)
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3931)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRankAtolRtolFloat<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13220,7 +13220,7 @@ impl<'a> LinalgMatrixRankAtolRtolFloat<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm`](crate::front::linalg_matrix_norm); overloads:
-/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3933)
+/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3935)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13268,7 +13268,7 @@ impl<'a> LinalgMatrixNorm<'a> {
 }
 
 /// The builder of [`linalg_matrix_norm_str_ord`](crate::front::linalg_matrix_norm_str_ord); overloads:
-/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3937)
+/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3939)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixNormStrOrd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13323,7 +13323,7 @@ impl<'a> LinalgMatrixNormStrOrd<'a> {
 }
 
 /// The builder of [`linalg_norm`](crate::front::linalg_norm); overloads:
-/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3941)
+/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3943)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNorm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13372,7 +13372,7 @@ impl<'a> LinalgNorm<'a> {
 }
 
 /// The builder of [`linalg_norm_ord_str`](crate::front::linalg_norm_ord_str); overloads:
-/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3945)
+/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3947)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgNormOrdStr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13414,7 +13414,7 @@ impl<'a> LinalgNormOrdStr<'a> {
 }
 
 /// The builder of [`linalg_cond`](crate::front::linalg_cond); overloads:
-/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3949)
+/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3951)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgCond<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13438,7 +13438,7 @@ impl<'a> LinalgCond<'a> {
 }
 
 /// The builder of [`linalg_tensorinv`](crate::front::linalg_tensorinv); overloads:
-/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3957)
+/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3959)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorinv<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13462,7 +13462,7 @@ impl<'a> LinalgTensorinv<'a> {
 }
 
 /// The builder of [`linalg_tensorsolve`](crate::front::linalg_tensorsolve); overloads:
-/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3961)
+/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3963)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgTensorsolve<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13488,7 +13488,7 @@ impl<'a> LinalgTensorsolve<'a> {
 }
 
 /// The builder of [`linalg_lstsq`](crate::front::linalg_lstsq); overloads:
-/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3973)
+/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3975)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgLstsq<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13521,7 +13521,7 @@ impl<'a> LinalgLstsq<'a> {
 }
 
 /// The builder of [`cauchy_`](crate::front::cauchy_); overloads:
-/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3979)
+/// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3981)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CauchyInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13561,7 +13561,7 @@ impl<'a> CauchyInplace<'a> {
 }
 
 /// The builder of [`geometric_`](crate::front::geometric_); overloads:
-/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3984)
+/// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3986)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GeometricInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13586,7 +13586,7 @@ impl<'a> GeometricInplace<'a> {
 }
 
 /// The builder of [`log_normal_`](crate::front::log_normal_); overloads:
-/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3989)
+/// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3991)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LogNormalInplace<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13626,7 +13626,7 @@ impl<'a> LogNormalInplace<'a> {
 }
 
 /// The builder of [`randint_like`](crate::front::randint_like); overloads:
-/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3994)
+/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3996)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLike<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13683,7 +13683,7 @@ impl<'a> RandintLike<'a> {
 }
 
 /// The builder of [`randint_like_tensor`](crate::front::randint_like_tensor); overloads:
-/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3998)
+/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:4000)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13740,7 +13740,7 @@ impl<'a> RandintLikeTensor<'a> {
 }
 
 /// The builder of [`randint_like_low_dtype`](crate::front::randint_like_low_dtype); overloads:
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:4002)
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:4004)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLikeLowDtype<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13798,7 +13798,7 @@ impl<'a> RandintLikeLowDtype<'a> {
 }
 
 /// The builder of [`rrelu`](crate::front::rrelu); overloads:
-/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:4006)
+/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:4008)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Rrelu<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13852,7 +13852,7 @@ impl<'a> Rrelu<'a> {
 }
 
 /// The builder of [`allclose`](crate::front::allclose); overloads:
-/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4044)
+/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4046)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Allclose<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13899,7 +13899,7 @@ impl<'a> Allclose<'a> {
 }
 
 /// The builder of [`rnn_tanh_cell`](crate::front::rnn_tanh_cell); overloads:
-/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4073)
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4075)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnTanhCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13934,7 +13934,7 @@ impl<'a> RnnTanhCell<'a> {
 }
 
 /// The builder of [`rnn_relu_cell`](crate::front::rnn_relu_cell); overloads:
-/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4077)
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4079)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RnnReluCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -13969,7 +13969,7 @@ impl<'a> RnnReluCell<'a> {
 }
 
 /// The builder of [`gru_cell`](crate::front::gru_cell); overloads:
-/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4081)
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4083)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct GruCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -14004,7 +14004,7 @@ impl<'a> GruCell<'a> {
 }
 
 /// The builder of [`lstm_cell`](crate::front::lstm_cell); overloads:
-/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4085)
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4087)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LstmCell<'a> {
     pub(crate) input: &'a Tensor,
@@ -14039,7 +14039,7 @@ impl<'a> LstmCell<'a> {
 }
 
 /// The builder of [`as_strided_scatter`](crate::front::as_strided_scatter); overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4093)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4095)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct AsStridedScatter<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14068,7 +14068,7 @@ impl<'a> AsStridedScatter<'a> {
 }
 
 /// The builder of [`multi_margin_loss`](crate::front::multi_margin_loss); overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4125)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4127)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultiMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14124,7 +14124,7 @@ impl<'a> MultiMarginLoss<'a> {
 }
 
 /// The builder of [`multilabel_margin_loss`](crate::front::multilabel_margin_loss); overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4129)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4131)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct MultilabelMarginLoss<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14149,7 +14149,7 @@ impl<'a> MultilabelMarginLoss<'a> {
 }
 
 /// The builder of [`unique_consecutive`](crate::front::unique_consecutive); overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4133)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4135)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UniqueConsecutive<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14194,7 +14194,7 @@ impl<'a> UniqueConsecutive<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact1d`](crate::front::_upsample_nearest_exact1d); overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4151)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4153)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact1d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14220,7 +14220,7 @@ impl<'a> PrivateUpsampleNearestExact1d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact2d`](crate::front::_upsample_nearest_exact2d); overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4155)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4157)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14254,7 +14254,7 @@ impl<'a> PrivateUpsampleNearestExact2d<'a> {
 }
 
 /// The builder of [`_upsample_nearest_exact3d`](crate::front::_upsample_nearest_exact3d); overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4159)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4161)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateUpsampleNearestExact3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14296,7 +14296,7 @@ impl<'a> PrivateUpsampleNearestExact3d<'a> {
 }
 
 /// The builder of [`fft_irfft`](crate::front::fft_irfft); overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4165)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4167)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14336,7 +14336,7 @@ impl<'a> FftIrfft<'a> {
 }
 
 /// The builder of [`fft_irfft2`](crate::front::fft_irfft2); overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4169)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4171)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14378,7 +14378,7 @@ impl<'a> FftIrfft2<'a> {
 }
 
 /// The builder of [`fft_irfftn`](crate::front::fft_irfftn); overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4173)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4175)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftIrfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14420,7 +14420,7 @@ impl<'a> FftIrfftn<'a> {
 }
 
 /// The builder of [`fft_hfft`](crate::front::fft_hfft); overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4177)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4179)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14460,7 +14460,7 @@ impl<'a> FftHfft<'a> {
 }
 
 /// The builder of [`fft_hfft2`](crate::front::fft_hfft2); overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4181)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4183)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfft2<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14502,7 +14502,7 @@ impl<'a> FftHfft2<'a> {
 }
 
 /// The builder of [`fft_hfftn`](crate::front::fft_hfftn); overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4185)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4187)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct FftHfftn<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14544,7 +14544,7 @@ impl<'a> FftHfftn<'a> {
 }
 
 /// The builder of [`gradient`](crate::front::gradient); overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4205)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4207)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Gradient<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14584,7 +14584,7 @@ impl<'a> Gradient<'a> {
 }
 
 /// The builder of [`histogram`](crate::front::histogram); overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4209)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4211)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogram<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14632,7 +14632,7 @@ impl<'a> Histogram<'a> {
 }
 
 /// The builder of [`histogramdd`](crate::front::histogramdd); overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4213)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4215)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Histogramdd<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14674,7 +14674,7 @@ impl<'a> Histogramdd<'a> {
 }
 
 /// The builder of [`histogramdd_int_bins`](crate::front::histogramdd_int_bins); overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4217)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4219)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddIntBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14715,7 +14715,7 @@ impl<'a> HistogramddIntBins<'a> {
 }
 
 /// The builder of [`histogram_bins_tensor`](crate::front::histogram_bins_tensor); overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4221)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4223)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramBinsTensor<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14748,7 +14748,7 @@ impl<'a> HistogramBinsTensor<'a> {
 }
 
 /// The builder of [`histogramdd_tensorlist_bins`](crate::front::histogramdd_tensorlist_bins); overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4225)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4227)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddTensorlistBins<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14795,7 +14795,7 @@ impl<'a> HistogramddTensorlistBins<'a> {
 }
 
 /// The builder of [`upsample_trilinear3d`](crate::front::upsample_trilinear3d); overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4239)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4241)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleTrilinear3d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14838,7 +14838,7 @@ impl<'a> UpsampleTrilinear3d<'a> {
 }
 
 /// The builder of [`upsample_bicubic2d`](crate::front::upsample_bicubic2d); overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4243)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4245)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct UpsampleBicubic2d<'a> {
     pub(crate) self_: &'a Tensor,
@@ -14873,7 +14873,7 @@ impl<'a> UpsampleBicubic2d<'a> {
 }
 
 /// The builder of [`segment_reduce`](crate::front::segment_reduce); overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4247)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4249)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SegmentReduce<'a> {
     pub(crate) data: &'a Tensor,
@@ -14947,7 +14947,7 @@ impl<'a> SegmentReduce<'a> {
 }
 
 /// The builder of [`_sparse_coo_tensor_with_dims_and_tensors`](crate::front::_sparse_coo_tensor_with_dims_and_tensors); overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4253)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4255)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseCooTensorWithDimsAndTensors<'a> {
     pub(crate) sparse_dim: i64,
@@ -15031,7 +15031,7 @@ impl<'a> PrivateSparseCooTensorWithDimsAndTensors<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor`](crate::front::sparse_coo_tensor); overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4257)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4259)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensor<'a> {
     pub(crate) indices: &'a Tensor,
@@ -15099,7 +15099,7 @@ impl<'a> SparseCooTensor<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_indices`](crate::front::sparse_coo_tensor_indices); overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4261)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4263)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorIndices<'a> {
     pub(crate) indices: &'a Tensor,
@@ -15164,7 +15164,7 @@ impl<'a> SparseCooTensorIndices<'a> {
 }
 
 /// The builder of [`sparse_coo_tensor_size`](crate::front::sparse_coo_tensor_size); overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4265)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4267)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCooTensorSize<'a> {
     pub(crate) size: IntList<'a>,
@@ -15213,7 +15213,7 @@ impl<'a> SparseCooTensorSize<'a> {
 }
 
 /// The builder of [`to_dense`](crate::front::to_dense); overloads:
-/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4325)
+/// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4327)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15245,7 +15245,7 @@ impl<'a> ToDense<'a> {
 }
 
 /// The builder of [`_to_dense`](crate::front::_to_dense); overloads:
-/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4330)
+/// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4332)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToDense<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15277,7 +15277,7 @@ impl<'a> PrivateToDense<'a> {
 }
 
 /// The builder of [`to_dense_backward`](crate::front::to_dense_backward); overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4336)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4338)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToDenseBackward<'a> {
     pub(crate) grad: &'a Tensor,
@@ -15302,7 +15302,7 @@ impl<'a> ToDenseBackward<'a> {
 }
 
 /// The builder of [`to_sparse`](crate::front::to_sparse); overloads:
-/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4345)
+/// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4347)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparse<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15343,7 +15343,7 @@ impl<'a> ToSparse<'a> {
 }
 
 /// The builder of [`_sparse_addmm`](crate::front::_sparse_addmm); overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4374)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4376)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseAddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15383,7 +15383,7 @@ impl<'a> PrivateSparseAddmm<'a> {
 }
 
 /// The builder of [`sspaddmm`](crate::front::sspaddmm); overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4386)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4388)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Sspaddmm<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15423,7 +15423,7 @@ impl<'a> Sspaddmm<'a> {
 }
 
 /// The builder of [`_sparse_softmax_int`](crate::front::_sparse_softmax_int); overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4391)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4393)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15448,7 +15448,7 @@ impl<'a> PrivateSparseSoftmaxInt<'a> {
 }
 
 /// The builder of [`_sparse_log_softmax_int`](crate::front::_sparse_log_softmax_int); overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4403)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4405)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateSparseLogSoftmaxInt<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15473,7 +15473,7 @@ impl<'a> PrivateSparseLogSoftmaxInt<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor`](crate::front::sparse_csr_tensor); overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4419)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4421)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensor<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15534,7 +15534,7 @@ impl<'a> SparseCsrTensor<'a> {
 }
 
 /// The builder of [`sparse_csr_tensor_crow_col_value`](crate::front::sparse_csr_tensor_crow_col_value); overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4423)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4425)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct SparseCsrTensorCrowColValue<'a> {
     pub(crate) crow_indices: &'a Tensor,
@@ -15594,7 +15594,7 @@ impl<'a> SparseCsrTensorCrowColValue<'a> {
 }
 
 /// The builder of [`to_sparse_csr`](crate::front::to_sparse_csr); overloads:
-/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4437)
+/// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4439)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct ToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15618,7 +15618,7 @@ impl<'a> ToSparseCsr<'a> {
 }
 
 /// The builder of [`_to_sparse_csr`](crate::front::_to_sparse_csr); overloads:
-/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4442)
+/// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4444)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateToSparseCsr<'a> {
     pub(crate) self_: &'a Tensor,
@@ -15642,7 +15642,7 @@ impl<'a> PrivateToSparseCsr<'a> {
 }
 
 /// The builder of [`_foreach_add_list`](crate::front::_foreach_add_list); overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4461)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4463)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddList<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15667,7 +15667,7 @@ impl<'a> PrivateForeachAddList<'a> {
 }
 
 /// The builder of [`_foreach_add_list_`](crate::front::_foreach_add_list_); overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4466)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4468)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddListInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15692,7 +15692,7 @@ impl<'a> PrivateForeachAddListInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcmul`](crate::front::_foreach_addcmul); overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4501)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4503)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmul<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15723,7 +15723,7 @@ impl<'a> PrivateForeachAddcmul<'a> {
 }
 
 /// The builder of [`_foreach_addcmul_`](crate::front::_foreach_addcmul_); overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4506)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4508)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcmulInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15754,7 +15754,7 @@ impl<'a> PrivateForeachAddcmulInplace<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv`](crate::front::_foreach_addcdiv); overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4511)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4513)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdiv<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15785,7 +15785,7 @@ impl<'a> PrivateForeachAddcdiv<'a> {
 }
 
 /// The builder of [`_foreach_addcdiv_`](crate::front::_foreach_addcdiv_); overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4516)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4518)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachAddcdivInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15816,7 +15816,7 @@ impl<'a> PrivateForeachAddcdivInplace<'a> {
 }
 
 /// The builder of [`_foreach_copy_`](crate::front::_foreach_copy_); overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4566)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4568)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachCopyInplace<'a> {
     pub(crate) self_: TensorList<'a>,
@@ -15841,7 +15841,7 @@ impl<'a> PrivateForeachCopyInplace<'a> {
 }
 
 /// The builder of [`_foreach_norm`](crate::front::_foreach_norm); overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4571)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4573)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct PrivateForeachNorm<'a> {
     pub(crate) self_: TensorList<'a>,

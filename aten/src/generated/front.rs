@@ -396,9 +396,9 @@ pub fn arange_start<'a>(start: impl Into<Scalar>, end: impl Into<Scalar>) -> bui
 
 /// `linspace`; overloads:
 /// - `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:549)
-/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4049)
-/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4189)
-/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4193)
+/// - `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4051)
+/// - `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4191)
+/// - `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4195)
 #[inline]
 pub fn linspace<'a>(
     start: impl Into<TensorOrScalar<'a>>,
@@ -1181,7 +1181,7 @@ pub fn isnan<'a>(self_: &'a Tensor) -> Result<Tensor> {
 
 /// `lerp`; overloads:
 /// - `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
-/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3566)
+/// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3568)
 #[inline]
 pub fn lerp<'a>(self_: &'a Tensor, end: &'a Tensor, weight: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::Lerp { self_, end, weight: weight.into() }.call()
@@ -1222,7 +1222,7 @@ pub fn clamp<'a>(self_: &'a Tensor) -> builders::Clamp<'a> {
 
 /// `masked_fill`; overloads:
 /// - `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
-/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3385)
+/// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3387)
 #[inline]
 pub fn masked_fill<'a>(self_: &'a Tensor, mask: &'a Tensor, value: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::MaskedFill { self_, mask, value: value.into() }.call()
@@ -1295,8 +1295,8 @@ pub fn prod_dim_int<'a>(self_: &'a Tensor, dim: i64) -> builders::ProdDimInt<'a>
 
 /// `var`; overloads:
 /// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
-/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3173)
-/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3177)
+/// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3175)
+/// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3179)
 #[inline]
 pub fn var<'a>(self_: &'a Tensor) -> builders::Var<'a> {
     builders::Var { self_, dim: None, correction: None, keepdim: None, unbiased: None }
@@ -1304,8 +1304,8 @@ pub fn var<'a>(self_: &'a Tensor) -> builders::Var<'a> {
 
 /// `std`; overloads:
 /// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1404)
-/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3181)
-/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3185)
+/// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3183)
+/// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3187)
 #[inline]
 pub fn std<'a>(self_: &'a Tensor) -> builders::Std<'a> {
     builders::Std { self_, dim: None, correction: None, keepdim: None, unbiased: None }
@@ -1376,7 +1376,7 @@ pub fn logsumexp<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> builders
 
 /// `all`; overloads:
 /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
-/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3594)
+/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3596)
 #[inline]
 pub fn all<'a>(self_: &'a Tensor) -> builders::All<'a> {
     builders::All { self_, dim: None, keepdim: None }
@@ -1384,7 +1384,7 @@ pub fn all<'a>(self_: &'a Tensor) -> builders::All<'a> {
 
 /// `any`; overloads:
 /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1459)
-/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3590)
+/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3592)
 #[inline]
 pub fn any<'a>(self_: &'a Tensor) -> builders::Any<'a> {
     builders::Any { self_, dim: None, keepdim: None }
@@ -2848,7 +2848,7 @@ pub fn _ctc_loss<'a>(
 }
 
 /// `_ctc_loss_backward`; overloads:
-/// - `_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2226)
+/// - `_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2227)
 #[inline]
 pub fn _ctc_loss_backward<'a>(
     grad: &'a Tensor,
@@ -2874,7 +2874,7 @@ pub fn _ctc_loss_backward<'a>(
 }
 
 /// `ctc_loss`; overloads:
-/// - `ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2230)
+/// - `ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2232)
 #[inline]
 pub fn ctc_loss<'a>(
     log_probs: &'a Tensor,
@@ -2894,7 +2894,7 @@ pub fn ctc_loss<'a>(
 }
 
 /// `ctc_loss`; overloads:
-/// - `ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2234)
+/// - `ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2236)
 #[inline]
 pub fn ctc_loss_tensor<'a>(
     log_probs: &'a Tensor,
@@ -2914,28 +2914,28 @@ pub fn ctc_loss_tensor<'a>(
 }
 
 /// `nll_loss`; overloads:
-/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2238)
+/// - `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2240)
 #[inline]
 pub fn nll_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::NllLoss<'a> {
     builders::NllLoss { self_, target, weight: None, reduction: None, ignore_index: None }
 }
 
 /// `nll_loss2d`; overloads:
-/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2242)
+/// - `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2244)
 #[inline]
 pub fn nll_loss2d<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::NllLoss2d<'a> {
     builders::NllLoss2d { self_, target, weight: None, reduction: None, ignore_index: None }
 }
 
 /// `nll_loss_nd`; overloads:
-/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2246)
+/// - `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2248)
 #[inline]
 pub fn nll_loss_nd<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::NllLossNd<'a> {
     builders::NllLossNd { self_, target, weight: None, reduction: None, ignore_index: None }
 }
 
 /// `cross_entropy_loss`; overloads:
-/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2250)
+/// - `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2252)
 #[inline]
 pub fn cross_entropy_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::CrossEntropyLoss<'a> {
     builders::CrossEntropyLoss {
@@ -2949,256 +2949,256 @@ pub fn cross_entropy_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders
 }
 
 /// `dropout`; overloads:
-/// - `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2255)
+/// - `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2257)
 #[inline]
 pub fn dropout<'a>(input: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout::call(input, p, train)
 }
 
 /// `dropout_`; overloads:
-/// - `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2259)
+/// - `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2261)
 #[inline]
 pub fn dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout_::call(self_, p, train)
 }
 
 /// `feature_dropout`; overloads:
-/// - `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2263)
+/// - `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2265)
 #[inline]
 pub fn feature_dropout<'a>(input: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout::call(input, p, train)
 }
 
 /// `feature_dropout_`; overloads:
-/// - `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2267)
+/// - `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2269)
 #[inline]
 pub fn feature_dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout_::call(self_, p, train)
 }
 
 /// `alpha_dropout`; overloads:
-/// - `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2271)
+/// - `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2273)
 #[inline]
 pub fn alpha_dropout<'a>(input: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout::call(input, p, train)
 }
 
 /// `alpha_dropout_`; overloads:
-/// - `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2275)
+/// - `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2277)
 #[inline]
 pub fn alpha_dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout_::call(self_, p, train)
 }
 
 /// `feature_alpha_dropout`; overloads:
-/// - `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2279)
+/// - `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2281)
 #[inline]
 pub fn feature_alpha_dropout<'a>(input: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout::call(input, p, train)
 }
 
 /// `feature_alpha_dropout_`; overloads:
-/// - `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2283)
+/// - `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2285)
 #[inline]
 pub fn feature_alpha_dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout_::call(self_, p, train)
 }
 
 /// `native_dropout`; overloads:
-/// - `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2287)
+/// - `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2289)
 #[inline]
 pub fn native_dropout<'a>(input: &'a Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::handles::native_dropout::call(input, p, train)
 }
 
 /// `erfinv`; overloads:
-/// - `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2292)
+/// - `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2294)
 #[inline]
 pub fn erfinv<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::erfinv::call(self_)
 }
 
 /// `sgn`; overloads:
-/// - `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2306)
+/// - `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2308)
 #[inline]
 pub fn sgn<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::sgn::call(self_)
 }
 
 /// `square`; overloads:
-/// - `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2320)
+/// - `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2322)
 #[inline]
 pub fn square<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::square::call(self_)
 }
 
 /// `square_`; overloads:
-/// - `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2325)
+/// - `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2327)
 #[inline]
 pub fn square_<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::square_::call(self_)
 }
 
 /// `selu`; overloads:
-/// - `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2330)
+/// - `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2332)
 #[inline]
 pub fn selu<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::selu::call(self_)
 }
 
 /// `selu_`; overloads:
-/// - `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2334)
+/// - `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2336)
 #[inline]
 pub fn selu_<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::selu_::call(self_)
 }
 
 /// `isinf`; overloads:
-/// - `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2338)
+/// - `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2340)
 #[inline]
 pub fn isinf<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isinf::call(self_)
 }
 
 /// `isfinite`; overloads:
-/// - `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2343)
+/// - `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2345)
 #[inline]
 pub fn isfinite<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isfinite::call(self_)
 }
 
 /// `isposinf`; overloads:
-/// - `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2348)
+/// - `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2350)
 #[inline]
 pub fn isposinf<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isposinf::call(self_)
 }
 
 /// `isneginf`; overloads:
-/// - `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2357)
+/// - `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2359)
 #[inline]
 pub fn isneginf<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isneginf::call(self_)
 }
 
 /// `nan_to_num`; overloads:
-/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2366)
+/// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2368)
 #[inline]
 pub fn nan_to_num<'a>(self_: &'a Tensor) -> builders::NanToNum<'a> {
     builders::NanToNum { self_, nan: None, posinf: None, neginf: None }
 }
 
 /// `nan_to_num_`; overloads:
-/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2371)
+/// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2373)
 #[inline]
 pub fn nan_to_num_<'a>(self_: &'a Tensor) -> builders::NanToNumInplace<'a> {
     builders::NanToNumInplace { self_, nan: None, posinf: None, neginf: None }
 }
 
 /// `round`; overloads:
-/// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2380)
+/// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2382)
 #[inline]
 pub fn round_decimals<'a>(self_: &'a Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals::call(self_, decimals)
 }
 
 /// `round_`; overloads:
-/// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2385)
+/// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2387)
 #[inline]
 pub fn round_decimals_<'a>(self_: &'a Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals_::call(self_, decimals)
 }
 
 /// `bitwise_not`; overloads:
-/// - `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2394)
+/// - `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2396)
 #[inline]
 pub fn bitwise_not<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not::call(self_)
 }
 
 /// `clamp_`; overloads:
-/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2408)
+/// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2410)
 #[inline]
 pub fn clamp_<'a>(self_: &'a Tensor) -> builders::ClampInplace<'a> {
     builders::ClampInplace { self_, min: None, max: None }
 }
 
 /// `clamp`; overloads:
-/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2417)
+/// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2419)
 #[inline]
 pub fn clamp_tensor<'a>(self_: &'a Tensor) -> builders::ClampTensor<'a> {
     builders::ClampTensor { self_, min: None, max: None }
 }
 
 /// `clamp_`; overloads:
-/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+/// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2424)
 #[inline]
 pub fn clamp_tensor_<'a>(self_: &'a Tensor) -> builders::ClampTensorInplace<'a> {
     builders::ClampTensorInplace { self_, min: None, max: None }
 }
 
 /// `clamp_min`; overloads:
-/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2431)
-/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2436)
+/// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2433)
+/// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2438)
 #[inline]
 pub fn clamp_min<'a>(self_: &'a Tensor, min: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::ClampMin { self_, min: min.into() }.call()
 }
 
 /// `clamp_min_`; overloads:
-/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2441)
-/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2446)
+/// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2443)
+/// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2448)
 #[inline]
 pub fn clamp_min_<'a>(self_: &'a Tensor, min: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::ClampMinInplace { self_, min: min.into() }.call()
 }
 
 /// `clamp_max`; overloads:
-/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2459)
-/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2464)
+/// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2461)
+/// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2466)
 #[inline]
 pub fn clamp_max<'a>(self_: &'a Tensor, max: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::ClampMax { self_, max: max.into() }.call()
 }
 
 /// `clamp_max_`; overloads:
-/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2469)
-/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2474)
+/// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2471)
+/// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2476)
 #[inline]
 pub fn clamp_max_<'a>(self_: &'a Tensor, max: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::ClampMaxInplace { self_, max: max.into() }.call()
 }
 
 /// `relu6`; overloads:
-/// - `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2487)
+/// - `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2489)
 #[inline]
 pub fn relu6<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::relu6::call(self_)
 }
 
 /// `relu6_`; overloads:
-/// - `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2491)
+/// - `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2493)
 #[inline]
 pub fn relu6_<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::relu6_::call(self_)
 }
 
 /// `celu`; overloads:
-/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2495)
+/// - `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2497)
 #[inline]
 pub fn celu<'a>(self_: &'a Tensor) -> builders::Celu<'a> {
     builders::Celu { self_, alpha: None }
 }
 
 /// `celu_`; overloads:
-/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2499)
+/// - `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2501)
 #[inline]
 pub fn celu_<'a>(self_: &'a Tensor) -> builders::CeluInplace<'a> {
     builders::CeluInplace { self_, alpha: None }
 }
 
 /// `threshold`; overloads:
-/// - `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2503)
+/// - `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2505)
 #[inline]
 pub fn threshold<'a>(self_: &'a Tensor, threshold: impl Into<Scalar>, value: impl Into<Scalar>) -> Result<Tensor> {
     let threshold: Scalar = threshold.into();
@@ -3207,7 +3207,7 @@ pub fn threshold<'a>(self_: &'a Tensor, threshold: impl Into<Scalar>, value: imp
 }
 
 /// `threshold_`; overloads:
-/// - `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2507)
+/// - `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2509)
 #[inline]
 pub fn threshold_<'a>(self_: &'a Tensor, threshold: impl Into<Scalar>, value: impl Into<Scalar>) -> Result<Tensor> {
     let threshold: Scalar = threshold.into();
@@ -3216,101 +3216,101 @@ pub fn threshold_<'a>(self_: &'a Tensor, threshold: impl Into<Scalar>, value: im
 }
 
 /// `glu`; overloads:
-/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2515)
+/// - `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2517)
 #[inline]
 pub fn glu<'a>(self_: &'a Tensor) -> builders::Glu<'a> {
     builders::Glu { self_, dim: None }
 }
 
 /// `prelu`; overloads:
-/// - `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2519)
+/// - `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2521)
 #[inline]
 pub fn prelu<'a>(self_: &'a Tensor, weight: &'a Tensor) -> Result<Tensor> {
     crate::handles::prelu::call(self_, weight)
 }
 
 /// `log_sigmoid`; overloads:
-/// - `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2524)
+/// - `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2526)
 #[inline]
 pub fn log_sigmoid<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::log_sigmoid::call(self_)
 }
 
 /// `log_sigmoid_forward`; overloads:
-/// - `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2528)
+/// - `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2530)
 #[inline]
 pub fn log_sigmoid_forward<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::log_sigmoid_forward::call(self_)
 }
 
 /// `fmax`; overloads:
-/// - `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2532)
+/// - `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2534)
 #[inline]
 pub fn fmax<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::fmax::call(self_, other)
 }
 
 /// `fmin`; overloads:
-/// - `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2542)
+/// - `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2544)
 #[inline]
 pub fn fmin<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::fmin::call(self_, other)
 }
 
 /// `hypot`; overloads:
-/// - `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
+/// - `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2554)
 #[inline]
 pub fn hypot<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::hypot::call(self_, other)
 }
 
 /// `copysign`; overloads:
-/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
-/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2580)
+/// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2568)
+/// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2582)
 #[inline]
 pub fn copysign<'a>(self_: &'a Tensor, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::Copysign { self_, other: other.into() }.call()
 }
 
 /// `floor_divide`; overloads:
-/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
-/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2604)
+/// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2592)
+/// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2606)
 #[inline]
 pub fn floor_divide<'a>(self_: &'a Tensor, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::FloorDivide { self_, other: other.into() }.call()
 }
 
 /// `bitwise_and`; overloads:
-/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
-/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2619)
-/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2624)
+/// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2616)
+/// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2621)
+/// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2626)
 #[inline]
 pub fn bitwise_and<'a>(self_: impl Into<TensorOrScalar<'a>>, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::BitwiseAnd { self_: self_.into(), other: other.into() }.call()
 }
 
 /// `bitwise_or`; overloads:
-/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2642)
-/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2647)
-/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2652)
+/// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2644)
+/// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2649)
+/// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2654)
 #[inline]
 pub fn bitwise_or<'a>(self_: impl Into<TensorOrScalar<'a>>, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::BitwiseOr { self_: self_.into(), other: other.into() }.call()
 }
 
 /// `bitwise_xor`; overloads:
-/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2670)
-/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2675)
-/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2680)
+/// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
+/// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2677)
+/// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
 #[inline]
 pub fn bitwise_xor<'a>(self_: impl Into<TensorOrScalar<'a>>, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::BitwiseXor { self_: self_.into(), other: other.into() }.call()
 }
 
 /// `bitwise_left_shift`; overloads:
-/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2698)
-/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2703)
-/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2708)
+/// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2700)
+/// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2705)
+/// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2710)
 #[inline]
 pub fn bitwise_left_shift<'a>(
     self_: impl Into<TensorOrScalar<'a>>,
@@ -3320,9 +3320,9 @@ pub fn bitwise_left_shift<'a>(
 }
 
 /// `bitwise_right_shift`; overloads:
-/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2730)
-/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2735)
-/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2740)
+/// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2732)
+/// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2737)
+/// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2742)
 #[inline]
 pub fn bitwise_right_shift<'a>(
     self_: impl Into<TensorOrScalar<'a>>,
@@ -3332,60 +3332,60 @@ pub fn bitwise_right_shift<'a>(
 }
 
 /// `logical_or`; overloads:
-/// - `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2762)
+/// - `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2764)
 #[inline]
 pub fn logical_or<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::logical_or::call(self_, other)
 }
 
 /// `logical_xor`; overloads:
-/// - `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2767)
+/// - `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2769)
 #[inline]
 pub fn logical_xor<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::logical_xor::call(self_, other)
 }
 
 /// `var_mean`; overloads:
-/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2772)
-/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2776)
-/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2780)
+/// - `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2774)
+/// - `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2778)
+/// - `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2782)
 #[inline]
 pub fn var_mean<'a>(self_: &'a Tensor) -> builders::VarMean<'a> {
     builders::VarMean { self_, unbiased: None, dim: None, keepdim: None, correction: None }
 }
 
 /// `std_mean`; overloads:
-/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2784)
-/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2788)
-/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2792)
+/// - `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2786)
+/// - `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2790)
+/// - `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2794)
 #[inline]
 pub fn std_mean<'a>(self_: &'a Tensor) -> builders::StdMean<'a> {
     builders::StdMean { self_, unbiased: None, dim: None, keepdim: None, correction: None }
 }
 
 /// `atleast_1d`; overloads:
-/// - `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2797)
+/// - `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2799)
 #[inline]
 pub fn atleast_1d<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::atleast_1d::call(self_)
 }
 
 /// `atleast_2d`; overloads:
-/// - `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2801)
+/// - `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2803)
 #[inline]
 pub fn atleast_2d<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::atleast_2d::call(self_)
 }
 
 /// `atleast_3d`; overloads:
-/// - `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2805)
+/// - `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2807)
 #[inline]
 pub fn atleast_3d<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::atleast_3d::call(self_)
 }
 
 /// `atleast_1d`; overloads:
-/// - `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2809)
+/// - `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2811)
 #[inline]
 pub fn atleast_1d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3393,7 +3393,7 @@ pub fn atleast_1d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec
 }
 
 /// `atleast_2d`; overloads:
-/// - `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2813)
+/// - `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2815)
 #[inline]
 pub fn atleast_2d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3401,7 +3401,7 @@ pub fn atleast_2d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec
 }
 
 /// `atleast_3d`; overloads:
-/// - `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2817)
+/// - `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2819)
 #[inline]
 pub fn atleast_3d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3409,56 +3409,56 @@ pub fn atleast_3d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec
 }
 
 /// `mT`; overloads:
-/// - `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2821)
+/// - `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2823)
 #[inline]
 pub fn mt<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::mt::call(self_)
 }
 
 /// `mH`; overloads:
-/// - `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2825)
+/// - `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2827)
 #[inline]
 pub fn mh<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::mh::call(self_)
 }
 
 /// `matrix_H`; overloads:
-/// - `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2829)
+/// - `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2831)
 #[inline]
 pub fn matrix_h<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::matrix_h::call(self_)
 }
 
 /// `numpy_T`; overloads:
-/// - `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2833)
+/// - `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2835)
 #[inline]
 pub fn numpy_t<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::numpy_t::call(self_)
 }
 
 /// `ravel`; overloads:
-/// - `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2837)
+/// - `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2839)
 #[inline]
 pub fn ravel<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::ravel::call(self_)
 }
 
 /// `flipud`; overloads:
-/// - `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2841)
+/// - `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2843)
 #[inline]
 pub fn flipud<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::flipud::call(self_)
 }
 
 /// `fliplr`; overloads:
-/// - `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2845)
+/// - `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2847)
 #[inline]
 pub fn fliplr<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::fliplr::call(self_)
 }
 
 /// `hstack`; overloads:
-/// - `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2849)
+/// - `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2851)
 #[inline]
 pub fn hstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3466,7 +3466,7 @@ pub fn hstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `vstack`; overloads:
-/// - `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2853)
+/// - `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2855)
 #[inline]
 pub fn vstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3474,7 +3474,7 @@ pub fn vstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `dstack`; overloads:
-/// - `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2857)
+/// - `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2859)
 #[inline]
 pub fn dstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3482,7 +3482,7 @@ pub fn dstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `column_stack`; overloads:
-/// - `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2861)
+/// - `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2863)
 #[inline]
 pub fn column_stack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3490,85 +3490,85 @@ pub fn column_stack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `positive`; overloads:
-/// - `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2865)
+/// - `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2867)
 #[inline]
 pub fn positive<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::positive::call(self_)
 }
 
 /// `resolve_neg`; overloads:
-/// - `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2869)
+/// - `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2871)
 #[inline]
 pub fn resolve_neg<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::resolve_neg::call(self_)
 }
 
 /// `resolve_conj`; overloads:
-/// - `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2873)
+/// - `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2875)
 #[inline]
 pub fn resolve_conj<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::resolve_conj::call(self_)
 }
 
 /// `conj_physical`; overloads:
-/// - `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2877)
+/// - `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2879)
 #[inline]
 pub fn conj_physical<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::conj_physical::call(self_)
 }
 
 /// `real`; overloads:
-/// - `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2881)
+/// - `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2883)
 #[inline]
 pub fn real<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::real::call(self_)
 }
 
 /// `imag`; overloads:
-/// - `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2886)
+/// - `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2888)
 #[inline]
 pub fn imag<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::imag::call(self_)
 }
 
 /// `conj`; overloads:
-/// - `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2891)
+/// - `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2893)
 #[inline]
 pub fn conj<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::conj::call(self_)
 }
 
 /// `view_as_real`; overloads:
-/// - `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2897)
+/// - `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2899)
 #[inline]
 pub fn view_as_real<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::view_as_real::call(self_)
 }
 
 /// `view_as_complex`; overloads:
-/// - `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2901)
+/// - `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2903)
 #[inline]
 pub fn view_as_complex<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::view_as_complex::call(self_)
 }
 
 /// `complex`; overloads:
-/// - `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2905)
+/// - `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2907)
 #[inline]
 pub fn complex<'a>(real: &'a Tensor, imag: &'a Tensor) -> Result<Tensor> {
     crate::handles::complex::call(real, imag)
 }
 
 /// `polar`; overloads:
-/// - `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2909)
+/// - `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2911)
 #[inline]
 pub fn polar<'a>(abs: &'a Tensor, angle: &'a Tensor) -> Result<Tensor> {
     crate::handles::polar::call(abs, angle)
 }
 
 /// `stft`; overloads:
-/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2914)
-/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2919)
+/// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2916)
+/// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2921)
 #[inline]
 pub fn stft<'a>(self_: &'a Tensor, n_fft: i64) -> builders::Stft<'a> {
     builders::Stft {
@@ -3587,7 +3587,7 @@ pub fn stft<'a>(self_: &'a Tensor, n_fft: i64) -> builders::Stft<'a> {
 }
 
 /// `istft`; overloads:
-/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2924)
+/// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2926)
 #[inline]
 pub fn istft<'a>(self_: &'a Tensor, n_fft: i64) -> builders::Istft<'a> {
     builders::Istft {
@@ -3605,7 +3605,7 @@ pub fn istft<'a>(self_: &'a Tensor, n_fft: i64) -> builders::Istft<'a> {
 }
 
 /// `_fft_c2c`; overloads:
-/// - `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2929)
+/// - `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2931)
 #[inline]
 pub fn _fft_c2c<'a>(
     self_: &'a Tensor,
@@ -3619,7 +3619,7 @@ pub fn _fft_c2c<'a>(
 }
 
 /// `_fft_r2c`; overloads:
-/// - `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2933)
+/// - `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2935)
 #[inline]
 pub fn _fft_r2c<'a>(
     self_: &'a Tensor,
@@ -3633,7 +3633,7 @@ pub fn _fft_r2c<'a>(
 }
 
 /// `_fft_c2r`; overloads:
-/// - `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2937)
+/// - `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2939)
 #[inline]
 pub fn _fft_c2r<'a>(
     self_: &'a Tensor,
@@ -3647,98 +3647,98 @@ pub fn _fft_c2r<'a>(
 }
 
 /// `fft_fft`; overloads:
-/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
+/// - `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2943)
 #[inline]
 pub fn fft_fft<'a>(self_: &'a Tensor) -> builders::FftFft<'a> {
     builders::FftFft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_ifft`; overloads:
-/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
+/// - `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2947)
 #[inline]
 pub fn fft_ifft<'a>(self_: &'a Tensor) -> builders::FftIfft<'a> {
     builders::FftIfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_rfft`; overloads:
-/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
+/// - `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2951)
 #[inline]
 pub fn fft_rfft<'a>(self_: &'a Tensor) -> builders::FftRfft<'a> {
     builders::FftRfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_ihfft`; overloads:
-/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
+/// - `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2955)
 #[inline]
 pub fn fft_ihfft<'a>(self_: &'a Tensor) -> builders::FftIhfft<'a> {
     builders::FftIhfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_fft2`; overloads:
-/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
+/// - `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2959)
 #[inline]
 pub fn fft_fft2<'a>(self_: &'a Tensor) -> builders::FftFft2<'a> {
     builders::FftFft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_ifft2`; overloads:
-/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2961)
+/// - `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2963)
 #[inline]
 pub fn fft_ifft2<'a>(self_: &'a Tensor) -> builders::FftIfft2<'a> {
     builders::FftIfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_rfft2`; overloads:
-/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2965)
+/// - `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2967)
 #[inline]
 pub fn fft_rfft2<'a>(self_: &'a Tensor) -> builders::FftRfft2<'a> {
     builders::FftRfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_ihfft2`; overloads:
-/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2969)
+/// - `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2971)
 #[inline]
 pub fn fft_ihfft2<'a>(self_: &'a Tensor) -> builders::FftIhfft2<'a> {
     builders::FftIhfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_fftn`; overloads:
-/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2973)
+/// - `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2975)
 #[inline]
 pub fn fft_fftn<'a>(self_: &'a Tensor) -> builders::FftFftn<'a> {
     builders::FftFftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_ifftn`; overloads:
-/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2977)
+/// - `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2979)
 #[inline]
 pub fn fft_ifftn<'a>(self_: &'a Tensor) -> builders::FftIfftn<'a> {
     builders::FftIfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_rfftn`; overloads:
-/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2981)
+/// - `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2983)
 #[inline]
 pub fn fft_rfftn<'a>(self_: &'a Tensor) -> builders::FftRfftn<'a> {
     builders::FftRfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_ihfftn`; overloads:
-/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2985)
+/// - `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2987)
 #[inline]
 pub fn fft_ihfftn<'a>(self_: &'a Tensor) -> builders::FftIhfftn<'a> {
     builders::FftIhfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `isreal`; overloads:
-/// - `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2989)
+/// - `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2991)
 #[inline]
 pub fn isreal<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::isreal::call(self_)
 }
 
 /// `broadcast_tensors`; overloads:
-/// - `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2993)
+/// - `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2995)
 #[inline]
 pub fn broadcast_tensors<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let tensors: TensorList<'a> = tensors.into();
@@ -3746,7 +3746,7 @@ pub fn broadcast_tensors<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<T
 }
 
 /// `view_copy`; overloads:
-/// - `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2997)
+/// - `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2999)
 #[inline]
 pub fn view_copy<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let size: IntList<'a> = size.into();
@@ -3755,35 +3755,35 @@ pub fn view_copy<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> Result<
 }
 
 /// `unsqueeze_copy`; overloads:
-/// - `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3001)
+/// - `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3003)
 #[inline]
 pub fn unsqueeze_copy<'a>(self_: &'a Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::unsqueeze_copy::call(self_, dim)
 }
 
 /// `unfold_copy`; overloads:
-/// - `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:3005)
+/// - `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:3007)
 #[inline]
 pub fn unfold_copy<'a>(self_: &'a Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     crate::handles::unfold_copy::call(self_, dimension, size, step)
 }
 
 /// `unbind_copy`; overloads:
-/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3009)
+/// - `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3011)
 #[inline]
 pub fn unbind_copy<'a>(self_: &'a Tensor) -> builders::UnbindCopy<'a> {
     builders::UnbindCopy { self_, dim: None }
 }
 
 /// `transpose_copy`; overloads:
-/// - `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:3013)
+/// - `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:3015)
 #[inline]
 pub fn transpose_copy<'a>(self_: &'a Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     crate::handles::transpose_copy_int::call(self_, dim0, dim1)
 }
 
 /// `permute_copy`; overloads:
-/// - `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:3017)
+/// - `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:3019)
 #[inline]
 pub fn permute_copy<'a>(self_: &'a Tensor, dims: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dims: IntList<'a> = dims.into();
@@ -3792,21 +3792,21 @@ pub fn permute_copy<'a>(self_: &'a Tensor, dims: impl Into<IntList<'a>>) -> Resu
 }
 
 /// `expand_copy`; overloads:
-/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:3021)
+/// - `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:3023)
 #[inline]
 pub fn expand_copy<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> builders::ExpandCopy<'a> {
     builders::ExpandCopy { self_, size: size.into(), implicit: None }
 }
 
 /// `diagonal_copy`; overloads:
-/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3025)
+/// - `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3027)
 #[inline]
 pub fn diagonal_copy<'a>(self_: &'a Tensor) -> builders::DiagonalCopy<'a> {
     builders::DiagonalCopy { self_, offset: None, dim1: None, dim2: None }
 }
 
 /// `as_strided_copy`; overloads:
-/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3029)
+/// - `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3031)
 #[inline]
 pub fn as_strided_copy<'a>(
     self_: &'a Tensor,
@@ -3817,7 +3817,7 @@ pub fn as_strided_copy<'a>(
 }
 
 /// `split_with_sizes_copy`; overloads:
-/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3033)
+/// - `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3035)
 #[inline]
 pub fn split_with_sizes_copy<'a>(
     self_: &'a Tensor,
@@ -3827,63 +3827,63 @@ pub fn split_with_sizes_copy<'a>(
 }
 
 /// `t_copy`; overloads:
-/// - `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3037)
+/// - `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3039)
 #[inline]
 pub fn t_copy<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::t_copy::call(self_)
 }
 
 /// `alias_copy`; overloads:
-/// - `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3041)
+/// - `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3043)
 #[inline]
 pub fn alias_copy<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::alias_copy::call(self_)
 }
 
 /// `squeeze_copy`; overloads:
-/// - `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3045)
+/// - `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3047)
 #[inline]
 pub fn squeeze_copy<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::squeeze_copy::call(self_)
 }
 
 /// `squeeze_copy`; overloads:
-/// - `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3049)
+/// - `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3051)
 #[inline]
 pub fn squeeze_copy_dim<'a>(self_: &'a Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::squeeze_copy_dim::call(self_, dim)
 }
 
 /// `narrow_copy`; overloads:
-/// - `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3053)
+/// - `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3055)
 #[inline]
 pub fn narrow_copy<'a>(self_: &'a Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     crate::handles::narrow_copy::call(self_, dim, start, length)
 }
 
 /// `new_zeros`; overloads:
-/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3057)
+/// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3059)
 #[inline]
 pub fn new_zeros<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> builders::NewZeros<'a> {
     builders::NewZeros { self_, size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `new_ones`; overloads:
-/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3061)
+/// - `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3063)
 #[inline]
 pub fn new_ones<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> builders::NewOnes<'a> {
     builders::NewOnes { self_, size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `new_empty`; overloads:
-/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3065)
+/// - `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3067)
 #[inline]
 pub fn new_empty<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> builders::NewEmpty<'a> {
     builders::NewEmpty { self_, size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `new_full`; overloads:
-/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3069)
+/// - `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3071)
 #[inline]
 pub fn new_full<'a>(
     self_: &'a Tensor,
@@ -3902,7 +3902,7 @@ pub fn new_full<'a>(
 }
 
 /// `new_empty_strided`; overloads:
-/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3073)
+/// - `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3075)
 #[inline]
 pub fn new_empty_strided<'a>(
     self_: &'a Tensor,
@@ -3921,7 +3921,7 @@ pub fn new_empty_strided<'a>(
 }
 
 /// `empty_permuted`; overloads:
-/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3077)
+/// - `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3079)
 #[inline]
 pub fn empty_permuted<'a>(
     size: impl Into<IntList<'a>>,
@@ -3938,7 +3938,7 @@ pub fn empty_permuted<'a>(
 }
 
 /// `scalar_tensor`; overloads:
-/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3081)
+/// - `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3083)
 #[inline]
 pub fn scalar_tensor<'a>(s: impl Into<Scalar>) -> builders::ScalarTensor<'a> {
     builders::ScalarTensor {
@@ -3952,95 +3952,95 @@ pub fn scalar_tensor<'a>(s: impl Into<Scalar>) -> builders::ScalarTensor<'a> {
 }
 
 /// `min`; overloads:
-/// - `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3085)
+/// - `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3087)
 #[inline]
 pub fn min_other<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::min_other::call(self_, other)
 }
 
 /// `max`; overloads:
-/// - `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3089)
+/// - `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3091)
 #[inline]
 pub fn max_other<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::max_other::call(self_, other)
 }
 
 /// `rad2deg`; overloads:
-/// - `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3093)
+/// - `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3095)
 #[inline]
 pub fn rad2deg<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::rad2deg::call(self_)
 }
 
 /// `deg2rad`; overloads:
-/// - `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3097)
+/// - `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3099)
 #[inline]
 pub fn deg2rad<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::deg2rad::call(self_)
 }
 
 /// `signbit`; overloads:
-/// - `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3101)
+/// - `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3103)
 #[inline]
 pub fn signbit<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::signbit::call(self_)
 }
 
 /// `logaddexp`; overloads:
-/// - `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3105)
+/// - `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3107)
 #[inline]
 pub fn logaddexp<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::logaddexp::call(self_, other)
 }
 
 /// `logaddexp2`; overloads:
-/// - `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3109)
+/// - `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3111)
 #[inline]
 pub fn logaddexp2<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::logaddexp2::call(self_, other)
 }
 
 /// `sinc`; overloads:
-/// - `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3113)
+/// - `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3115)
 #[inline]
 pub fn sinc<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::sinc::call(self_)
 }
 
 /// `xlogy`; overloads:
-/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3117)
-/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3121)
-/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3125)
+/// - `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3119)
+/// - `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3123)
+/// - `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3127)
 #[inline]
 pub fn xlogy<'a>(self_: impl Into<TensorOrScalar<'a>>, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
     builders::Xlogy { self_: self_.into(), other: other.into() }.call()
 }
 
 /// `special_xlog1py`; overloads:
-/// - `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3129)
+/// - `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3131)
 #[inline]
 pub fn special_xlog1py<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_xlog1py::call(self_, other)
 }
 
 /// `special_xlogy`; overloads:
-/// - `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3133)
+/// - `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3135)
 #[inline]
 pub fn special_xlogy<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_xlogy::call(self_, other)
 }
 
 /// `heaviside`; overloads:
-/// - `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3137)
+/// - `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3139)
 #[inline]
 pub fn heaviside<'a>(self_: &'a Tensor, values: &'a Tensor) -> Result<Tensor> {
     crate::handles::heaviside::call(self_, values)
 }
 
 /// `float_power`; overloads:
-/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3141)
-/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3145)
-/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3149)
+/// - `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3143)
+/// - `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3147)
+/// - `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3151)
 #[inline]
 pub fn float_power<'a>(
     self_: impl Into<TensorOrScalar<'a>>,
@@ -4050,77 +4050,77 @@ pub fn float_power<'a>(
 }
 
 /// `ldexp`; overloads:
-/// - `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3153)
+/// - `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3155)
 #[inline]
 pub fn ldexp<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::ldexp_tensor::call(self_, other)
 }
 
 /// `isclose`; overloads:
-/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3157)
+/// - `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3159)
 #[inline]
 pub fn isclose<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Isclose<'a> {
     builders::Isclose { self_, other, rtol: None, atol: None, equal_nan: None }
 }
 
 /// `hardshrink`; overloads:
-/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3161)
+/// - `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3163)
 #[inline]
 pub fn hardshrink<'a>(self_: &'a Tensor) -> builders::Hardshrink<'a> {
     builders::Hardshrink { self_, lambd: None }
 }
 
 /// `softshrink`; overloads:
-/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3165)
+/// - `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3167)
 #[inline]
 pub fn softshrink<'a>(self_: &'a Tensor) -> builders::Softshrink<'a> {
     builders::Softshrink { self_, lambd: None }
 }
 
 /// `prod`; overloads:
-/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3169)
+/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3171)
 #[inline]
 pub fn prod<'a>(self_: &'a Tensor) -> builders::Prod<'a> {
     builders::Prod { self_, dtype: None }
 }
 
 /// `nansum`; overloads:
-/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3189)
+/// - `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3191)
 #[inline]
 pub fn nansum<'a>(self_: &'a Tensor) -> builders::Nansum<'a> {
     builders::Nansum { self_, dim: None, keepdim: None, dtype: None }
 }
 
 /// `nanmean`; overloads:
-/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3193)
+/// - `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3195)
 #[inline]
 pub fn nanmean<'a>(self_: &'a Tensor) -> builders::Nanmean<'a> {
     builders::Nanmean { self_, dim: None, keepdim: None, dtype: None }
 }
 
 /// `aminmax`; overloads:
-/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3197)
+/// - `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3199)
 #[inline]
 pub fn aminmax<'a>(self_: &'a Tensor) -> builders::Aminmax<'a> {
     builders::Aminmax { self_, dim: None, keepdim: None }
 }
 
 /// `logcumsumexp`; overloads:
-/// - `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3201)
+/// - `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3203)
 #[inline]
 pub fn logcumsumexp<'a>(self_: &'a Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::logcumsumexp::call(self_, dim)
 }
 
 /// `trace`; overloads:
-/// - `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3205)
+/// - `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3207)
 #[inline]
 pub fn trace<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::trace::call(self_)
 }
 
 /// `sum_to_size`; overloads:
-/// - `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3209)
+/// - `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3211)
 #[inline]
 pub fn sum_to_size<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let size: IntList<'a> = size.into();
@@ -4129,98 +4129,98 @@ pub fn sum_to_size<'a>(self_: &'a Tensor, size: impl Into<IntList<'a>>) -> Resul
 }
 
 /// `inner`; overloads:
-/// - `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3213)
+/// - `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3215)
 #[inline]
 pub fn inner<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::inner::call(self_, other)
 }
 
 /// `addmv`; overloads:
-/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3217)
+/// - `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3219)
 #[inline]
 pub fn addmv<'a>(self_: &'a Tensor, mat: &'a Tensor, vec: &'a Tensor) -> builders::Addmv<'a> {
     builders::Addmv { self_, mat, vec, beta: None, alpha: None }
 }
 
 /// `addr`; overloads:
-/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3221)
+/// - `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3223)
 #[inline]
 pub fn addr<'a>(self_: &'a Tensor, vec1: &'a Tensor, vec2: &'a Tensor) -> builders::Addr<'a> {
     builders::Addr { self_, vec1, vec2, beta: None, alpha: None }
 }
 
 /// `linalg_cross`; overloads:
-/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3225)
+/// - `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3227)
 #[inline]
 pub fn linalg_cross<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::LinalgCross<'a> {
     builders::LinalgCross { self_, other, dim: None }
 }
 
 /// `cross`; overloads:
-/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3229)
+/// - `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3231)
 #[inline]
 pub fn cross<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Cross<'a> {
     builders::Cross { self_, other, dim: None }
 }
 
 /// `kron`; overloads:
-/// - `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3233)
+/// - `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3235)
 #[inline]
 pub fn kron<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::kron::call(self_, other)
 }
 
 /// `dist`; overloads:
-/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3237)
+/// - `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3239)
 #[inline]
 pub fn dist<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Dist<'a> {
     builders::Dist { self_, other, p: None }
 }
 
 /// `pairwise_distance`; overloads:
-/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3241)
+/// - `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3243)
 #[inline]
 pub fn pairwise_distance<'a>(x1: &'a Tensor, x2: &'a Tensor) -> builders::PairwiseDistance<'a> {
     builders::PairwiseDistance { x1, x2, p: None, eps: None, keepdim: None }
 }
 
 /// `cosine_similarity`; overloads:
-/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3245)
+/// - `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3247)
 #[inline]
 pub fn cosine_similarity<'a>(x1: &'a Tensor, x2: &'a Tensor) -> builders::CosineSimilarity<'a> {
     builders::CosineSimilarity { x1, x2, dim: None, eps: None }
 }
 
 /// `cdist`; overloads:
-/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3249)
+/// - `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3251)
 #[inline]
 pub fn cdist<'a>(x1: &'a Tensor, x2: &'a Tensor) -> builders::Cdist<'a> {
     builders::Cdist { x1, x2, p: None, compute_mode: None }
 }
 
 /// `pdist`; overloads:
-/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3253)
+/// - `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3255)
 #[inline]
 pub fn pdist<'a>(self_: &'a Tensor) -> builders::Pdist<'a> {
     builders::Pdist { self_, p: None }
 }
 
 /// `soft_margin_loss`; overloads:
-/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3257)
+/// - `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3259)
 #[inline]
 pub fn soft_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::SoftMarginLoss<'a> {
     builders::SoftMarginLoss { self_, target, reduction: None }
 }
 
 /// `hinge_embedding_loss`; overloads:
-/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3261)
+/// - `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3263)
 #[inline]
 pub fn hinge_embedding_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::HingeEmbeddingLoss<'a> {
     builders::HingeEmbeddingLoss { self_, target, margin: None, reduction: None }
 }
 
 /// `poisson_nll_loss`; overloads:
-/// - `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3265)
+/// - `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3267)
 #[inline]
 pub fn poisson_nll_loss<'a>(
     input: &'a Tensor,
@@ -4235,42 +4235,42 @@ pub fn poisson_nll_loss<'a>(
 }
 
 /// `rms_norm`; overloads:
-/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3269)
+/// - `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3271)
 #[inline]
 pub fn rms_norm<'a>(input: &'a Tensor, normalized_shape: impl Into<IntList<'a>>) -> builders::RmsNorm<'a> {
     builders::RmsNorm { input, normalized_shape: normalized_shape.into(), weight: None, eps: None }
 }
 
 /// `channel_shuffle`; overloads:
-/// - `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3273)
+/// - `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3275)
 #[inline]
 pub fn channel_shuffle<'a>(self_: &'a Tensor, groups: i64) -> Result<Tensor> {
     crate::handles::channel_shuffle::call(self_, groups)
 }
 
 /// `linalg_vector_norm`; overloads:
-/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3277)
+/// - `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3279)
 #[inline]
 pub fn linalg_vector_norm<'a>(self_: &'a Tensor) -> builders::LinalgVectorNorm<'a> {
     builders::LinalgVectorNorm { self_, ord: None, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_diagonal`; overloads:
-/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3281)
+/// - `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3283)
 #[inline]
 pub fn linalg_diagonal<'a>(a_: &'a Tensor) -> builders::LinalgDiagonal<'a> {
     builders::LinalgDiagonal { a_, offset: None, dim1: None, dim2: None }
 }
 
 /// `diagflat`; overloads:
-/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3285)
+/// - `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3287)
 #[inline]
 pub fn diagflat<'a>(self_: &'a Tensor) -> builders::Diagflat<'a> {
     builders::Diagflat { self_, offset: None }
 }
 
 /// `block_diag`; overloads:
-/// - `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3289)
+/// - `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3291)
 #[inline]
 pub fn block_diag<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -4278,7 +4278,7 @@ pub fn block_diag<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
 }
 
 /// `cartesian_prod`; overloads:
-/// - `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3293)
+/// - `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3295)
 #[inline]
 pub fn cartesian_prod<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -4286,70 +4286,70 @@ pub fn cartesian_prod<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> 
 }
 
 /// `combinations`; overloads:
-/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3297)
+/// - `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3299)
 #[inline]
 pub fn combinations<'a>(self_: &'a Tensor) -> builders::Combinations<'a> {
     builders::Combinations { self_, r_: None, with_replacement: None }
 }
 
 /// `diff`; overloads:
-/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3301)
+/// - `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3303)
 #[inline]
 pub fn diff<'a>(self_: &'a Tensor) -> builders::Diff<'a> {
     builders::Diff { self_, n: None, dim: None, prepend: None, append: None }
 }
 
 /// `trapezoid`; overloads:
-/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3305)
+/// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3307)
 #[inline]
 pub fn trapezoid<'a>(y: &'a Tensor, x: &'a Tensor) -> builders::Trapezoid<'a> {
     builders::Trapezoid { y, x, dim: None }
 }
 
 /// `trapezoid`; overloads:
-/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3309)
+/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3311)
 #[inline]
 pub fn trapezoid_dx<'a>(y: &'a Tensor) -> builders::TrapezoidDx<'a> {
     builders::TrapezoidDx { y, dx: None, dim: None }
 }
 
 /// `trapz`; overloads:
-/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3313)
+/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3315)
 #[inline]
 pub fn trapz<'a>(y: &'a Tensor, x: &'a Tensor) -> builders::Trapz<'a> {
     builders::Trapz { y, x, dim: None }
 }
 
 /// `trapz`; overloads:
-/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3317)
+/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3319)
 #[inline]
 pub fn trapz_dx<'a>(y: &'a Tensor) -> builders::TrapzDx<'a> {
     builders::TrapzDx { y, dx: None, dim: None }
 }
 
 /// `cumulative_trapezoid`; overloads:
-/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3321)
+/// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3323)
 #[inline]
 pub fn cumulative_trapezoid<'a>(y: &'a Tensor, x: &'a Tensor) -> builders::CumulativeTrapezoid<'a> {
     builders::CumulativeTrapezoid { y, x, dim: None }
 }
 
 /// `cumulative_trapezoid`; overloads:
-/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3325)
+/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3327)
 #[inline]
 pub fn cumulative_trapezoid_dx<'a>(y: &'a Tensor) -> builders::CumulativeTrapezoidDx<'a> {
     builders::CumulativeTrapezoidDx { y, dx: None, dim: None }
 }
 
 /// `tensor_split`; overloads:
-/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3329)
+/// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3331)
 #[inline]
 pub fn tensor_split<'a>(self_: &'a Tensor, sections: i64) -> builders::TensorSplit<'a> {
     builders::TensorSplit { self_, sections, dim: None }
 }
 
 /// `tensor_split`; overloads:
-/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3333)
+/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3335)
 #[inline]
 pub fn tensor_split_indices<'a>(
     self_: &'a Tensor,
@@ -4359,7 +4359,7 @@ pub fn tensor_split_indices<'a>(
 }
 
 /// `tensor_split`; overloads:
-/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3337)
+/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3339)
 #[inline]
 pub fn tensor_split_tensor_indices_or_sections<'a>(
     self_: &'a Tensor,
@@ -4369,28 +4369,28 @@ pub fn tensor_split_tensor_indices_or_sections<'a>(
 }
 
 /// `hsplit`; overloads:
-/// - `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3341)
+/// - `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3343)
 #[inline]
 pub fn hsplit<'a>(self_: &'a Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_int::call(self_, sections)
 }
 
 /// `vsplit`; overloads:
-/// - `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3345)
+/// - `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3347)
 #[inline]
 pub fn vsplit<'a>(self_: &'a Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_int::call(self_, sections)
 }
 
 /// `dsplit`; overloads:
-/// - `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3349)
+/// - `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3351)
 #[inline]
 pub fn dsplit<'a>(self_: &'a Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_int::call(self_, sections)
 }
 
 /// `hsplit`; overloads:
-/// - `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3353)
+/// - `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3355)
 #[inline]
 pub fn hsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> Result<Vec<Tensor>> {
     let indices: IntList<'a> = indices.into();
@@ -4399,7 +4399,7 @@ pub fn hsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> R
 }
 
 /// `vsplit`; overloads:
-/// - `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3357)
+/// - `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3359)
 #[inline]
 pub fn vsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> Result<Vec<Tensor>> {
     let indices: IntList<'a> = indices.into();
@@ -4408,7 +4408,7 @@ pub fn vsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> R
 }
 
 /// `dsplit`; overloads:
-/// - `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3361)
+/// - `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3363)
 #[inline]
 pub fn dsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> Result<Vec<Tensor>> {
     let indices: IntList<'a> = indices.into();
@@ -4417,45 +4417,45 @@ pub fn dsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> R
 }
 
 /// `unsafe_split`; overloads:
-/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3365)
+/// - `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3367)
 #[inline]
 pub fn unsafe_split<'a>(self_: &'a Tensor, split_size: i64) -> builders::UnsafeSplit<'a> {
     builders::UnsafeSplit { self_, split_size, dim: None }
 }
 
 /// `unsafe_chunk`; overloads:
-/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3369)
+/// - `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3371)
 #[inline]
 pub fn unsafe_chunk<'a>(self_: &'a Tensor, chunks: i64) -> builders::UnsafeChunk<'a> {
     builders::UnsafeChunk { self_, chunks, dim: None }
 }
 
 /// `take_along_dim`; overloads:
-/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3373)
+/// - `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3375)
 #[inline]
 pub fn take_along_dim<'a>(self_: &'a Tensor, indices: &'a Tensor) -> builders::TakeAlongDim<'a> {
     builders::TakeAlongDim { self_, indices, dim: None }
 }
 
 /// `argwhere`; overloads:
-/// - `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3377)
+/// - `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3379)
 #[inline]
 pub fn argwhere<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::argwhere::call(self_)
 }
 
 /// `narrow`; overloads:
-/// - `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3381)
+/// - `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3383)
 #[inline]
 pub fn narrow_tensor<'a>(self_: &'a Tensor, dim: i64, start: &'a Tensor, length: i64) -> Result<Tensor> {
     crate::handles::narrow_tensor::call(self_, dim, start, length)
 }
 
 /// `logspace`; overloads:
-/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3394)
-/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4053)
-/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4197)
-/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4201)
+/// - `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3396)
+/// - `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4055)
+/// - `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4199)
+/// - `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4203)
 #[inline]
 pub fn logspace<'a>(
     start: impl Into<TensorOrScalar<'a>>,
@@ -4475,266 +4475,266 @@ pub fn logspace<'a>(
 }
 
 /// `lgamma`; overloads:
-/// - `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3400)
+/// - `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3402)
 #[inline]
 pub fn lgamma<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::lgamma::call(self_)
 }
 
 /// `digamma`; overloads:
-/// - `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3404)
+/// - `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3406)
 #[inline]
 pub fn digamma<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::digamma::call(self_)
 }
 
 /// `i0`; overloads:
-/// - `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3408)
+/// - `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3410)
 #[inline]
 pub fn i0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::i0::call(self_)
 }
 
 /// `special_i0e`; overloads:
-/// - `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3412)
+/// - `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3414)
 #[inline]
 pub fn special_i0e<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_i0e::call(self_)
 }
 
 /// `special_i1`; overloads:
-/// - `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3416)
+/// - `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3418)
 #[inline]
 pub fn special_i1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_i1::call(self_)
 }
 
 /// `special_i1e`; overloads:
-/// - `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3420)
+/// - `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3422)
 #[inline]
 pub fn special_i1e<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_i1e::call(self_)
 }
 
 /// `special_erfcx`; overloads:
-/// - `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3424)
+/// - `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3426)
 #[inline]
 pub fn special_erfcx<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_erfcx::call(self_)
 }
 
 /// `special_ndtr`; overloads:
-/// - `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3428)
+/// - `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3430)
 #[inline]
 pub fn special_ndtr<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_ndtr::call(self_)
 }
 
 /// `special_ndtri`; overloads:
-/// - `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3432)
+/// - `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3434)
 #[inline]
 pub fn special_ndtri<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_ndtri::call(self_)
 }
 
 /// `special_log_ndtr`; overloads:
-/// - `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3436)
+/// - `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3438)
 #[inline]
 pub fn special_log_ndtr<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_log_ndtr::call(self_)
 }
 
 /// `special_entr`; overloads:
-/// - `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3440)
+/// - `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3442)
 #[inline]
 pub fn special_entr<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_entr::call(self_)
 }
 
 /// `special_bessel_j0`; overloads:
-/// - `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3444)
+/// - `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3446)
 #[inline]
 pub fn special_bessel_j0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j0::call(self_)
 }
 
 /// `special_bessel_j1`; overloads:
-/// - `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3448)
+/// - `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3450)
 #[inline]
 pub fn special_bessel_j1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j1::call(self_)
 }
 
 /// `special_bessel_y0`; overloads:
-/// - `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3452)
+/// - `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3454)
 #[inline]
 pub fn special_bessel_y0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y0::call(self_)
 }
 
 /// `special_bessel_y1`; overloads:
-/// - `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3456)
+/// - `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3458)
 #[inline]
 pub fn special_bessel_y1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y1::call(self_)
 }
 
 /// `special_modified_bessel_i0`; overloads:
-/// - `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3460)
+/// - `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3462)
 #[inline]
 pub fn special_modified_bessel_i0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i0::call(self_)
 }
 
 /// `special_modified_bessel_i1`; overloads:
-/// - `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3464)
+/// - `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3466)
 #[inline]
 pub fn special_modified_bessel_i1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i1::call(self_)
 }
 
 /// `special_modified_bessel_k0`; overloads:
-/// - `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3468)
+/// - `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3470)
 #[inline]
 pub fn special_modified_bessel_k0<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k0::call(self_)
 }
 
 /// `special_modified_bessel_k1`; overloads:
-/// - `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3472)
+/// - `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3474)
 #[inline]
 pub fn special_modified_bessel_k1<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k1::call(self_)
 }
 
 /// `special_scaled_modified_bessel_k0`; overloads:
-/// - `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3476)
+/// - `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3478)
 #[inline]
 pub fn special_scaled_modified_bessel_k0<'a>(x: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k0::call(x)
 }
 
 /// `special_scaled_modified_bessel_k1`; overloads:
-/// - `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3480)
+/// - `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3482)
 #[inline]
 pub fn special_scaled_modified_bessel_k1<'a>(x: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k1::call(x)
 }
 
 /// `special_spherical_bessel_j0`; overloads:
-/// - `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3484)
+/// - `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3486)
 #[inline]
 pub fn special_spherical_bessel_j0<'a>(x: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_spherical_bessel_j0::call(x)
 }
 
 /// `polygamma`; overloads:
-/// - `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3488)
+/// - `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3490)
 #[inline]
 pub fn polygamma<'a>(n: i64, self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::polygamma::call(n, self_)
 }
 
 /// `special_zeta`; overloads:
-/// - `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3492)
+/// - `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3494)
 #[inline]
 pub fn special_zeta<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_zeta::call(self_, other)
 }
 
 /// `special_chebyshev_polynomial_t`; overloads:
-/// - `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3496)
+/// - `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3498)
 #[inline]
 pub fn special_chebyshev_polynomial_t<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_t::call(x, n)
 }
 
 /// `special_chebyshev_polynomial_u`; overloads:
-/// - `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3500)
+/// - `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3502)
 #[inline]
 pub fn special_chebyshev_polynomial_u<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_u::call(x, n)
 }
 
 /// `special_chebyshev_polynomial_v`; overloads:
-/// - `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3504)
+/// - `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3506)
 #[inline]
 pub fn special_chebyshev_polynomial_v<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_v::call(x, n)
 }
 
 /// `special_chebyshev_polynomial_w`; overloads:
-/// - `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3508)
+/// - `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3510)
 #[inline]
 pub fn special_chebyshev_polynomial_w<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_w::call(x, n)
 }
 
 /// `special_shifted_chebyshev_polynomial_t`; overloads:
-/// - `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3512)
+/// - `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3514)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_t<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_t::call(x, n)
 }
 
 /// `special_shifted_chebyshev_polynomial_u`; overloads:
-/// - `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3516)
+/// - `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3518)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_u<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_u::call(x, n)
 }
 
 /// `special_shifted_chebyshev_polynomial_v`; overloads:
-/// - `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3520)
+/// - `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3522)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_v<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_v::call(x, n)
 }
 
 /// `special_shifted_chebyshev_polynomial_w`; overloads:
-/// - `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3524)
+/// - `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3526)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_w<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_w::call(x, n)
 }
 
 /// `special_hermite_polynomial_h`; overloads:
-/// - `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3528)
+/// - `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3530)
 #[inline]
 pub fn special_hermite_polynomial_h<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_h::call(x, n)
 }
 
 /// `special_hermite_polynomial_he`; overloads:
-/// - `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3532)
+/// - `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3534)
 #[inline]
 pub fn special_hermite_polynomial_he<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_he::call(x, n)
 }
 
 /// `special_laguerre_polynomial_l`; overloads:
-/// - `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3536)
+/// - `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3538)
 #[inline]
 pub fn special_laguerre_polynomial_l<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_laguerre_polynomial_l::call(x, n)
 }
 
 /// `special_legendre_polynomial_p`; overloads:
-/// - `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3540)
+/// - `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3542)
 #[inline]
 pub fn special_legendre_polynomial_p<'a>(x: &'a Tensor, n: &'a Tensor) -> Result<Tensor> {
     crate::handles::special_legendre_polynomial_p::call(x, n)
 }
 
 /// `mvlgamma`; overloads:
-/// - `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3544)
+/// - `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3546)
 #[inline]
 pub fn mvlgamma<'a>(self_: &'a Tensor, p: i64) -> Result<Tensor> {
     crate::handles::mvlgamma::call(self_, p)
 }
 
 /// `_convolution`; overloads:
-/// - `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3550)
+/// - `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3552)
 #[inline]
 pub fn _convolution<'a>(
     input: &'a Tensor,
@@ -4777,7 +4777,7 @@ pub fn _convolution<'a>(
 }
 
 /// `_convolution_mode`; overloads:
-/// - `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3554)
+/// - `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3556)
 #[inline]
 pub fn _convolution_mode<'a>(
     input: &'a Tensor,
@@ -4796,7 +4796,7 @@ pub fn _convolution_mode<'a>(
 }
 
 /// `upsample_linear1d`; overloads:
-/// - `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3558)
+/// - `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3560)
 #[inline]
 pub fn upsample_linear1d_vec<'a>(
     input: &'a Tensor,
@@ -4808,7 +4808,7 @@ pub fn upsample_linear1d_vec<'a>(
 }
 
 /// `upsample_linear1d`; overloads:
-/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3562)
+/// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3564)
 #[inline]
 pub fn upsample_linear1d<'a>(
     self_: &'a Tensor,
@@ -4819,77 +4819,77 @@ pub fn upsample_linear1d<'a>(
 }
 
 /// `angle`; overloads:
-/// - `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3570)
+/// - `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3572)
 #[inline]
 pub fn angle<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::angle::call(self_)
 }
 
 /// `isin`; overloads:
-/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3574)
+/// - `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3576)
 #[inline]
 pub fn isin<'a>(elements: &'a Tensor, test_elements: &'a Tensor) -> builders::Isin<'a> {
     builders::Isin { elements, test_elements, assume_unique: None, invert: None }
 }
 
 /// `bucketize`; overloads:
-/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3578)
+/// - `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3580)
 #[inline]
 pub fn bucketize<'a>(self_: &'a Tensor, boundaries: &'a Tensor) -> builders::Bucketize<'a> {
     builders::Bucketize { self_, boundaries, out_int32: None, right: None }
 }
 
 /// `searchsorted`; overloads:
-/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3582)
+/// - `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3584)
 #[inline]
 pub fn searchsorted<'a>(sorted_sequence: &'a Tensor, self_: &'a Tensor) -> builders::Searchsorted<'a> {
     builders::Searchsorted { sorted_sequence, self_, out_int32: None, right: None, side: None, sorter: None }
 }
 
 /// `msort`; overloads:
-/// - `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3586)
+/// - `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3588)
 #[inline]
 pub fn msort<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::msort::call(self_)
 }
 
 /// `select_scatter`; overloads:
-/// - `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3598)
+/// - `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3600)
 #[inline]
 pub fn select_scatter<'a>(self_: &'a Tensor, src: &'a Tensor, dim: i64, index: i64) -> Result<Tensor> {
     crate::handles::select_scatter::call(self_, src, dim, index)
 }
 
 /// `diagonal_scatter`; overloads:
-/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3602)
+/// - `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3604)
 #[inline]
 pub fn diagonal_scatter<'a>(self_: &'a Tensor, src: &'a Tensor) -> builders::DiagonalScatter<'a> {
     builders::DiagonalScatter { self_, src, offset: None, dim1: None, dim2: None }
 }
 
 /// `put`; overloads:
-/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3606)
+/// - `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3608)
 #[inline]
 pub fn put<'a>(self_: &'a Tensor, index: &'a Tensor, source: &'a Tensor) -> builders::Put<'a> {
     builders::Put { self_, index, source, accumulate: None }
 }
 
 /// `nonzero_static`; overloads:
-/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3610)
+/// - `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3612)
 #[inline]
 pub fn nonzero_static<'a>(self_: &'a Tensor, size: i64) -> builders::NonzeroStatic<'a> {
     builders::NonzeroStatic { self_, size, fill_value: None }
 }
 
 /// `_safe_softmax`; overloads:
-/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3614)
+/// - `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3616)
 #[inline]
 pub fn _safe_softmax<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSafeSoftmax<'a> {
     builders::PrivateSafeSoftmax { self_, dim, dtype: None }
 }
 
 /// `_softmax_backward_data`; overloads:
-/// - `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3618)
+/// - `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3620)
 #[inline]
 pub fn _softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -4901,35 +4901,35 @@ pub fn _softmax_backward_data<'a>(
 }
 
 /// `native_dropout_backward`; overloads:
-/// - `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3622)
+/// - `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3624)
 #[inline]
 pub fn native_dropout_backward<'a>(grad_output: &'a Tensor, mask: &'a Tensor, scale: f64) -> Result<Tensor> {
     crate::handles::native_dropout_backward::call(grad_output, mask, scale)
 }
 
 /// `bilinear`; overloads:
-/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3626)
+/// - `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3628)
 #[inline]
 pub fn bilinear<'a>(input1: &'a Tensor, input2: &'a Tensor, weight: &'a Tensor) -> builders::Bilinear<'a> {
     builders::Bilinear { input1, input2, weight, bias: None }
 }
 
 /// `cov`; overloads:
-/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3630)
+/// - `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3632)
 #[inline]
 pub fn cov<'a>(self_: &'a Tensor) -> builders::Cov<'a> {
     builders::Cov { self_, correction: None, fweights: None, aweights: None }
 }
 
 /// `corrcoef`; overloads:
-/// - `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3634)
+/// - `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3636)
 #[inline]
 pub fn corrcoef<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::corrcoef::call(self_)
 }
 
 /// `renorm`; overloads:
-/// - `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3638)
+/// - `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3640)
 #[inline]
 pub fn renorm<'a>(self_: &'a Tensor, p: impl Into<Scalar>, dim: i64, maxnorm: impl Into<Scalar>) -> Result<Tensor> {
     let p: Scalar = p.into();
@@ -4938,21 +4938,21 @@ pub fn renorm<'a>(self_: &'a Tensor, p: impl Into<Scalar>, dim: i64, maxnorm: im
 }
 
 /// `bincount`; overloads:
-/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3642)
+/// - `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3644)
 #[inline]
 pub fn bincount<'a>(self_: &'a Tensor) -> builders::Bincount<'a> {
     builders::Bincount { self_, weights: None, minlength: None }
 }
 
 /// `histc`; overloads:
-/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3646)
+/// - `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3648)
 #[inline]
 pub fn histc<'a>(self_: &'a Tensor) -> builders::Histc<'a> {
     builders::Histc { self_, bins: None, min: None, max: None }
 }
 
 /// `triu_indices`; overloads:
-/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3650)
+/// - `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3652)
 #[inline]
 pub fn triu_indices<'a>(row: i64, col: i64) -> builders::TriuIndices<'a> {
     builders::TriuIndices {
@@ -4968,7 +4968,7 @@ pub fn triu_indices<'a>(row: i64, col: i64) -> builders::TriuIndices<'a> {
 }
 
 /// `tril_indices`; overloads:
-/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3654)
+/// - `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3656)
 #[inline]
 pub fn tril_indices<'a>(row: i64, col: i64) -> builders::TrilIndices<'a> {
     builders::TrilIndices {
@@ -4984,7 +4984,7 @@ pub fn tril_indices<'a>(row: i64, col: i64) -> builders::TrilIndices<'a> {
 }
 
 /// `_native_batch_norm_legit`; overloads:
-/// - `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3658)
+/// - `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3660)
 #[inline]
 pub fn _native_batch_norm_legit<'a>(
     input: &'a Tensor,
@@ -5009,7 +5009,7 @@ pub fn _native_batch_norm_legit<'a>(
 }
 
 /// `_native_batch_norm_legit_functional`; overloads:
-/// - `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (aten/native_functions.yaml:3662)
+/// - `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (aten/native_functions.yaml:3664)
 #[inline]
 pub fn _native_batch_norm_legit_functional<'a>(
     input: &'a Tensor,
@@ -5034,7 +5034,7 @@ pub fn _native_batch_norm_legit_functional<'a>(
 }
 
 /// `_native_batch_norm_legit`; overloads:
-/// - `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3666)
+/// - `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3668)
 #[inline]
 pub fn _native_batch_norm_legit_no_stats<'a>(
     input: &'a Tensor,
@@ -5048,7 +5048,7 @@ pub fn _native_batch_norm_legit_no_stats<'a>(
 }
 
 /// `_batch_norm_with_update`; overloads:
-/// - `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3670)
+/// - `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3672)
 #[inline]
 pub fn _batch_norm_with_update<'a>(
     input: &'a Tensor,
@@ -5063,35 +5063,35 @@ pub fn _batch_norm_with_update<'a>(
 }
 
 /// `fft_fftshift`; overloads:
-/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3676)
+/// - `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3678)
 #[inline]
 pub fn fft_fftshift<'a>(self_: &'a Tensor) -> builders::FftFftshift<'a> {
     builders::FftFftshift { self_, dim: None }
 }
 
 /// `fft_ifftshift`; overloads:
-/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3680)
+/// - `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3682)
 #[inline]
 pub fn fft_ifftshift<'a>(self_: &'a Tensor) -> builders::FftIfftshift<'a> {
     builders::FftIfftshift { self_, dim: None }
 }
 
 /// `linalg_vecdot`; overloads:
-/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3684)
+/// - `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3686)
 #[inline]
 pub fn linalg_vecdot<'a>(x: &'a Tensor, y: &'a Tensor) -> builders::LinalgVecdot<'a> {
     builders::LinalgVecdot { x, y, dim: None }
 }
 
 /// `linalg_vander`; overloads:
-/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3688)
+/// - `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3690)
 #[inline]
 pub fn linalg_vander<'a>(x: &'a Tensor) -> builders::LinalgVander<'a> {
     builders::LinalgVander { x, n: None }
 }
 
 /// `linalg_multi_dot`; overloads:
-/// - `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3692)
+/// - `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3694)
 #[inline]
 pub fn linalg_multi_dot<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -5099,63 +5099,63 @@ pub fn linalg_multi_dot<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor
 }
 
 /// `linalg_matrix_power`; overloads:
-/// - `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3696)
+/// - `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3698)
 #[inline]
 pub fn linalg_matrix_power<'a>(self_: &'a Tensor, n: i64) -> Result<Tensor> {
     crate::handles::linalg_matrix_power::call(self_, n)
 }
 
 /// `quantile`; overloads:
-/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3700)
+/// - `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3702)
 #[inline]
 pub fn quantile<'a>(self_: &'a Tensor, q: &'a Tensor) -> builders::Quantile<'a> {
     builders::Quantile { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `quantile`; overloads:
-/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3704)
+/// - `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3706)
 #[inline]
 pub fn quantile_scalar<'a>(self_: &'a Tensor, q: f64) -> builders::QuantileScalar<'a> {
     builders::QuantileScalar { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `nanquantile`; overloads:
-/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3708)
+/// - `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3710)
 #[inline]
 pub fn nanquantile<'a>(self_: &'a Tensor, q: &'a Tensor) -> builders::Nanquantile<'a> {
     builders::Nanquantile { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `nanquantile`; overloads:
-/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3712)
+/// - `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3714)
 #[inline]
 pub fn nanquantile_scalar<'a>(self_: &'a Tensor, q: f64) -> builders::NanquantileScalar<'a> {
     builders::NanquantileScalar { self_, q, dim: None, keepdim: None, interpolation: None }
 }
 
 /// `nanmedian`; overloads:
-/// - `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3716)
+/// - `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3718)
 #[inline]
 pub fn nanmedian<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::nanmedian::call(self_)
 }
 
 /// `nanmedian`; overloads:
-/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3720)
+/// - `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3722)
 #[inline]
 pub fn nanmedian_dim<'a>(self_: &'a Tensor, dim: i64) -> builders::NanmedianDim<'a> {
     builders::NanmedianDim { self_, dim, keepdim: None }
 }
 
 /// `mode`; overloads:
-/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3724)
+/// - `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3726)
 #[inline]
 pub fn mode<'a>(self_: &'a Tensor) -> builders::Mode<'a> {
     builders::Mode { self_, dim: None, keepdim: None }
 }
 
 /// `scatter_reduce`; overloads:
-/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3728)
+/// - `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3730)
 #[inline]
 pub fn scatter_reduce_two<'a>(
     self_: &'a Tensor,
@@ -5168,7 +5168,7 @@ pub fn scatter_reduce_two<'a>(
 }
 
 /// `index_reduce`; overloads:
-/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3732)
+/// - `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3734)
 #[inline]
 pub fn index_reduce<'a>(
     self_: &'a Tensor,
@@ -5181,7 +5181,7 @@ pub fn index_reduce<'a>(
 }
 
 /// `max_unpool2d`; overloads:
-/// - `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3738)
+/// - `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3740)
 #[inline]
 pub fn max_unpool2d<'a>(self_: &'a Tensor, indices: &'a Tensor, output_size: impl Into<IntList<'a>>) -> Result<Tensor> {
     let output_size: IntList<'a> = output_size.into();
@@ -5190,7 +5190,7 @@ pub fn max_unpool2d<'a>(self_: &'a Tensor, indices: &'a Tensor, output_size: imp
 }
 
 /// `max_unpool3d`; overloads:
-/// - `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3742)
+/// - `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3744)
 #[inline]
 pub fn max_unpool3d<'a>(
     self_: &'a Tensor,
@@ -5209,7 +5209,7 @@ pub fn max_unpool3d<'a>(
 }
 
 /// `upsample_nearest1d`; overloads:
-/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3746)
+/// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3748)
 #[inline]
 pub fn upsample_nearest1d<'a>(
     self_: &'a Tensor,
@@ -5219,35 +5219,35 @@ pub fn upsample_nearest1d<'a>(
 }
 
 /// `gcd`; overloads:
-/// - `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3750)
+/// - `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3752)
 #[inline]
 pub fn gcd<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::gcd::call(self_, other)
 }
 
 /// `lcm`; overloads:
-/// - `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3754)
+/// - `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3756)
 #[inline]
 pub fn lcm<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::lcm::call(self_, other)
 }
 
 /// `linalg_lu_factor_ex`; overloads:
-/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3761)
+/// - `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3763)
 #[inline]
 pub fn linalg_lu_factor_ex<'a>(a_: &'a Tensor) -> builders::LinalgLuFactorEx<'a> {
     builders::LinalgLuFactorEx { a_, pivot: None, check_errors: None }
 }
 
 /// `linalg_lu_solve`; overloads:
-/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3765)
+/// - `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3767)
 #[inline]
 pub fn linalg_lu_solve<'a>(lu: &'a Tensor, pivots: &'a Tensor, b: &'a Tensor) -> builders::LinalgLuSolve<'a> {
     builders::LinalgLuSolve { lu, pivots, b, left: None, adjoint: None }
 }
 
 /// `linalg_solve_triangular`; overloads:
-/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3769)
+/// - `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3771)
 #[inline]
 pub fn linalg_solve_triangular<'a>(
     self_: &'a Tensor,
@@ -5258,266 +5258,266 @@ pub fn linalg_solve_triangular<'a>(
 }
 
 /// `linalg_cholesky_ex`; overloads:
-/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3773)
+/// - `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3775)
 #[inline]
 pub fn linalg_cholesky_ex<'a>(self_: &'a Tensor) -> builders::LinalgCholeskyEx<'a> {
     builders::LinalgCholeskyEx { self_, upper: None, check_errors: None }
 }
 
 /// `geqrf`; overloads:
-/// - `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3777)
+/// - `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3779)
 #[inline]
 pub fn geqrf<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::geqrf::call(self_)
 }
 
 /// `linalg_qr`; overloads:
-/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3781)
+/// - `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3783)
 #[inline]
 pub fn linalg_qr<'a>(a_: &'a Tensor) -> builders::LinalgQr<'a> {
     builders::LinalgQr { a_, mode: None }
 }
 
 /// `linalg_eigh`; overloads:
-/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3785)
+/// - `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3787)
 #[inline]
 pub fn linalg_eigh<'a>(self_: &'a Tensor) -> builders::LinalgEigh<'a> {
     builders::LinalgEigh { self_, uplo: None }
 }
 
 /// `_linalg_svd`; overloads:
-/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3789)
+/// - `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3791)
 #[inline]
 pub fn _linalg_svd<'a>(a_: &'a Tensor) -> builders::PrivateLinalgSvd<'a> {
     builders::PrivateLinalgSvd { a_, full_matrices: None, compute_uv: None, driver: None }
 }
 
 /// `linalg_lu_factor`; overloads:
-/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3793)
+/// - `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3795)
 #[inline]
 pub fn linalg_lu_factor<'a>(a_: &'a Tensor) -> builders::LinalgLuFactor<'a> {
     builders::LinalgLuFactor { a_, pivot: None }
 }
 
 /// `_lu_with_info`; overloads:
-/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3797)
+/// - `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3799)
 #[inline]
 pub fn _lu_with_info<'a>(self_: &'a Tensor) -> builders::PrivateLuWithInfo<'a> {
     builders::PrivateLuWithInfo { self_, pivot: None, check_errors: None }
 }
 
 /// `linalg_lu`; overloads:
-/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3801)
+/// - `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3803)
 #[inline]
 pub fn linalg_lu<'a>(a_: &'a Tensor) -> builders::LinalgLu<'a> {
     builders::LinalgLu { a_, pivot: None }
 }
 
 /// `lu_unpack`; overloads:
-/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3805)
+/// - `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3807)
 #[inline]
 pub fn lu_unpack<'a>(lu_data: &'a Tensor, lu_pivots: &'a Tensor) -> builders::LuUnpack<'a> {
     builders::LuUnpack { lu_data, lu_pivots, unpack_data: None, unpack_pivots: None }
 }
 
 /// `lu_solve`; overloads:
-/// - `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3809)
+/// - `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3811)
 #[inline]
 pub fn lu_solve<'a>(self_: &'a Tensor, lu_data: &'a Tensor, lu_pivots: &'a Tensor) -> Result<Tensor> {
     crate::handles::lu_solve::call(self_, lu_data, lu_pivots)
 }
 
 /// `linalg_solve_ex`; overloads:
-/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3813)
+/// - `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3815)
 #[inline]
 pub fn linalg_solve_ex<'a>(a_: &'a Tensor, b: &'a Tensor) -> builders::LinalgSolveEx<'a> {
     builders::LinalgSolveEx { a_, b, left: None, check_errors: None }
 }
 
 /// `linalg_solve`; overloads:
-/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3817)
+/// - `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3819)
 #[inline]
 pub fn linalg_solve<'a>(a_: &'a Tensor, b: &'a Tensor) -> builders::LinalgSolve<'a> {
     builders::LinalgSolve { a_, b, left: None }
 }
 
 /// `linalg_inv_ex`; overloads:
-/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3821)
+/// - `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3823)
 #[inline]
 pub fn linalg_inv_ex<'a>(a_: &'a Tensor) -> builders::LinalgInvEx<'a> {
     builders::LinalgInvEx { a_, check_errors: None }
 }
 
 /// `linalg_inv`; overloads:
-/// - `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3825)
+/// - `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3827)
 #[inline]
 pub fn linalg_inv<'a>(a_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_inv::call(a_)
 }
 
 /// `inverse`; overloads:
-/// - `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3829)
+/// - `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3831)
 #[inline]
 pub fn inverse<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::inverse::call(self_)
 }
 
 /// `linalg_det`; overloads:
-/// - `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3833)
+/// - `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3835)
 #[inline]
 pub fn linalg_det<'a>(a_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_det::call(a_)
 }
 
 /// `det`; overloads:
-/// - `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3837)
+/// - `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3839)
 #[inline]
 pub fn det<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::det::call(self_)
 }
 
 /// `linalg_slogdet`; overloads:
-/// - `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3841)
+/// - `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3843)
 #[inline]
 pub fn linalg_slogdet<'a>(a_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_slogdet::call(a_)
 }
 
 /// `slogdet`; overloads:
-/// - `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3845)
+/// - `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3847)
 #[inline]
 pub fn slogdet<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::slogdet::call(self_)
 }
 
 /// `logdet`; overloads:
-/// - `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3849)
+/// - `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3851)
 #[inline]
 pub fn logdet<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::logdet::call(self_)
 }
 
 /// `linalg_cholesky`; overloads:
-/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3853)
+/// - `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3855)
 #[inline]
 pub fn linalg_cholesky<'a>(self_: &'a Tensor) -> builders::LinalgCholesky<'a> {
     builders::LinalgCholesky { self_, upper: None }
 }
 
 /// `cholesky_solve`; overloads:
-/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3857)
+/// - `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3859)
 #[inline]
 pub fn cholesky_solve<'a>(self_: &'a Tensor, input2: &'a Tensor) -> builders::CholeskySolve<'a> {
     builders::CholeskySolve { self_, input2, upper: None }
 }
 
 /// `cholesky_inverse`; overloads:
-/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3861)
+/// - `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3863)
 #[inline]
 pub fn cholesky_inverse<'a>(self_: &'a Tensor) -> builders::CholeskyInverse<'a> {
     builders::CholeskyInverse { self_, upper: None }
 }
 
 /// `triangular_solve`; overloads:
-/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3865)
+/// - `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3867)
 #[inline]
 pub fn triangular_solve<'a>(self_: &'a Tensor, a_: &'a Tensor) -> builders::TriangularSolve<'a> {
     builders::TriangularSolve { self_, a_, upper: None, transpose: None, unitriangular: None }
 }
 
 /// `linalg_householder_product`; overloads:
-/// - `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3869)
+/// - `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3871)
 #[inline]
 pub fn linalg_householder_product<'a>(input: &'a Tensor, tau: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_householder_product::call(input, tau)
 }
 
 /// `orgqr`; overloads:
-/// - `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3873)
+/// - `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3875)
 #[inline]
 pub fn orgqr<'a>(self_: &'a Tensor, input2: &'a Tensor) -> Result<Tensor> {
     crate::handles::orgqr::call(self_, input2)
 }
 
 /// `ormqr`; overloads:
-/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3877)
+/// - `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3879)
 #[inline]
 pub fn ormqr<'a>(self_: &'a Tensor, input2: &'a Tensor, input3: &'a Tensor) -> builders::Ormqr<'a> {
     builders::Ormqr { self_, input2, input3, left: None, transpose: None }
 }
 
 /// `linalg_svd`; overloads:
-/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3881)
+/// - `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3883)
 #[inline]
 pub fn linalg_svd<'a>(a_: &'a Tensor) -> builders::LinalgSvd<'a> {
     builders::LinalgSvd { a_, full_matrices: None, driver: None }
 }
 
 /// `svd`; overloads:
-/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3885)
+/// - `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3887)
 #[inline]
 pub fn svd<'a>(self_: &'a Tensor) -> builders::Svd<'a> {
     builders::Svd { self_, some: None, compute_uv: None }
 }
 
 /// `linalg_svdvals`; overloads:
-/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3889)
+/// - `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3891)
 #[inline]
 pub fn linalg_svdvals<'a>(a_: &'a Tensor) -> builders::LinalgSvdvals<'a> {
     builders::LinalgSvdvals { a_, driver: None }
 }
 
 /// `linalg_eigvalsh`; overloads:
-/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3893)
+/// - `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3895)
 #[inline]
 pub fn linalg_eigvalsh<'a>(self_: &'a Tensor) -> builders::LinalgEigvalsh<'a> {
     builders::LinalgEigvalsh { self_, uplo: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3897)
+/// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3899)
 #[inline]
 pub fn linalg_pinv<'a>(self_: &'a Tensor, rcond: f64) -> builders::LinalgPinv<'a> {
     builders::LinalgPinv { self_, rcond, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3903)
 #[inline]
 pub fn linalg_pinv_atol_rtol_float<'a>(self_: &'a Tensor) -> builders::LinalgPinvAtolRtolFloat<'a> {
     builders::LinalgPinvAtolRtolFloat { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3905)
+/// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3907)
 #[inline]
 pub fn linalg_pinv_atol_rtol_tensor<'a>(self_: &'a Tensor) -> builders::LinalgPinvAtolRtolTensor<'a> {
     builders::LinalgPinvAtolRtolTensor { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3909)
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3911)
 #[inline]
 pub fn linalg_pinv_rcond_tensor<'a>(self_: &'a Tensor, rcond: &'a Tensor) -> builders::LinalgPinvRcondTensor<'a> {
     builders::LinalgPinvRcondTensor { self_, rcond, hermitian: None }
 }
 
 /// `pinverse`; overloads:
-/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3913)
+/// - `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3915)
 #[inline]
 pub fn pinverse<'a>(self_: &'a Tensor) -> builders::Pinverse<'a> {
     builders::Pinverse { self_, rcond: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3917)
+/// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3919)
 #[inline]
 pub fn linalg_matrix_rank<'a>(self_: &'a Tensor, tol: f64) -> builders::LinalgMatrixRank<'a> {
     builders::LinalgMatrixRank { self_, tol, hermitian: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3921)
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3923)
 #[inline]
 pub fn linalg_matrix_rank_tol_tensor<'a>(
     input: &'a Tensor,
@@ -5527,98 +5527,98 @@ pub fn linalg_matrix_rank_tol_tensor<'a>(
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3925)
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3927)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_tensor<'a>(input: &'a Tensor) -> builders::LinalgMatrixRankAtolRtolTensor<'a> {
     builders::LinalgMatrixRankAtolRtolTensor { input, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3929)
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3931)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_float<'a>(self_: &'a Tensor) -> builders::LinalgMatrixRankAtolRtolFloat<'a> {
     builders::LinalgMatrixRankAtolRtolFloat { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_matrix_norm`; overloads:
-/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3933)
+/// - `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3935)
 #[inline]
 pub fn linalg_matrix_norm<'a>(self_: &'a Tensor, ord: impl Into<Scalar>) -> builders::LinalgMatrixNorm<'a> {
     builders::LinalgMatrixNorm { self_, ord: ord.into(), dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_matrix_norm`; overloads:
-/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3937)
+/// - `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3939)
 #[inline]
 pub fn linalg_matrix_norm_str_ord<'a>(self_: &'a Tensor) -> builders::LinalgMatrixNormStrOrd<'a> {
     builders::LinalgMatrixNormStrOrd { self_, ord: None, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_norm`; overloads:
-/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3941)
+/// - `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3943)
 #[inline]
 pub fn linalg_norm<'a>(self_: &'a Tensor) -> builders::LinalgNorm<'a> {
     builders::LinalgNorm { self_, ord: None, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_norm`; overloads:
-/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3945)
+/// - `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3947)
 #[inline]
 pub fn linalg_norm_ord_str<'a>(self_: &'a Tensor, ord: &'a str) -> builders::LinalgNormOrdStr<'a> {
     builders::LinalgNormOrdStr { self_, ord, dim: None, keepdim: None, dtype: None }
 }
 
 /// `linalg_cond`; overloads:
-/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3949)
+/// - `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3951)
 #[inline]
 pub fn linalg_cond<'a>(self_: &'a Tensor) -> builders::LinalgCond<'a> {
     builders::LinalgCond { self_, p: None }
 }
 
 /// `linalg_cond`; overloads:
-/// - `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3953)
+/// - `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3955)
 #[inline]
 pub fn linalg_cond_p_str<'a>(self_: &'a Tensor, p: &'a str) -> Result<Tensor> {
     crate::handles::linalg_cond_p_str::call(self_, p)
 }
 
 /// `linalg_tensorinv`; overloads:
-/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3957)
+/// - `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3959)
 #[inline]
 pub fn linalg_tensorinv<'a>(self_: &'a Tensor) -> builders::LinalgTensorinv<'a> {
     builders::LinalgTensorinv { self_, ind: None }
 }
 
 /// `linalg_tensorsolve`; overloads:
-/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3961)
+/// - `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3963)
 #[inline]
 pub fn linalg_tensorsolve<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::LinalgTensorsolve<'a> {
     builders::LinalgTensorsolve { self_, other, dims: None }
 }
 
 /// `linalg_matrix_exp`; overloads:
-/// - `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3965)
+/// - `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3967)
 #[inline]
 pub fn linalg_matrix_exp<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_exp::call(self_)
 }
 
 /// `matrix_exp`; overloads:
-/// - `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3969)
+/// - `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3971)
 #[inline]
 pub fn matrix_exp<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::matrix_exp::call(self_)
 }
 
 /// `linalg_lstsq`; overloads:
-/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3973)
+/// - `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3975)
 #[inline]
 pub fn linalg_lstsq<'a>(self_: &'a Tensor, b: &'a Tensor) -> builders::LinalgLstsq<'a> {
     builders::LinalgLstsq { self_, b, rcond: None, driver: None }
 }
 
 /// `randint_like`; overloads:
-/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3994)
+/// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3996)
 #[inline]
 pub fn randint_like<'a>(self_: &'a Tensor, high: i64) -> builders::RandintLike<'a> {
     builders::RandintLike {
@@ -5633,7 +5633,7 @@ pub fn randint_like<'a>(self_: &'a Tensor, high: i64) -> builders::RandintLike<'
 }
 
 /// `randint_like`; overloads:
-/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3998)
+/// - `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:4000)
 #[inline]
 pub fn randint_like_tensor<'a>(self_: &'a Tensor, high: &'a Tensor) -> builders::RandintLikeTensor<'a> {
     builders::RandintLikeTensor {
@@ -5648,7 +5648,7 @@ pub fn randint_like_tensor<'a>(self_: &'a Tensor, high: &'a Tensor) -> builders:
 }
 
 /// `randint_like`; overloads:
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:4002)
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:4004)
 #[inline]
 pub fn randint_like_low_dtype<'a>(self_: &'a Tensor, low: i64, high: i64) -> builders::RandintLikeLowDtype<'a> {
     builders::RandintLikeLowDtype {
@@ -5664,63 +5664,63 @@ pub fn randint_like_low_dtype<'a>(self_: &'a Tensor, low: i64, high: i64) -> bui
 }
 
 /// `rrelu`; overloads:
-/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:4006)
+/// - `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:4008)
 #[inline]
 pub fn rrelu<'a>(self_: &'a Tensor) -> builders::Rrelu<'a> {
     builders::Rrelu { self_, lower: None, upper: None, training: None, generator: None }
 }
 
 /// `nextafter`; overloads:
-/// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4012)
+/// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4014)
 #[inline]
 pub fn nextafter<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::nextafter::call(self_, other)
 }
 
 /// `frexp`; overloads:
-/// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:4017)
+/// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:4019)
 #[inline]
 pub fn frexp<'a>(self_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::frexp_tensor::call(self_)
 }
 
 /// `igamma`; overloads:
-/// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4022)
+/// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4024)
 #[inline]
 pub fn igamma<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::igamma::call(self_, other)
 }
 
 /// `igammac`; overloads:
-/// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4027)
+/// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4029)
 #[inline]
 pub fn igammac<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
     crate::handles::igammac::call(self_, other)
 }
 
 /// `item`; overloads:
-/// - `item(Tensor self) -> Scalar` (aten/native_functions.yaml:4034)
+/// - `item(Tensor self) -> Scalar` (aten/native_functions.yaml:4036)
 #[inline]
 pub fn item<'a>(self_: &'a Tensor) -> Result<Scalar> {
     crate::handles::item::call(self_)
 }
 
 /// `equal`; overloads:
-/// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4039)
+/// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4041)
 #[inline]
 pub fn equal<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<bool> {
     crate::handles::equal::call(self_, other)
 }
 
 /// `allclose`; overloads:
-/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4044)
+/// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4046)
 #[inline]
 pub fn allclose<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Allclose<'a> {
     builders::Allclose { self_, other, rtol: None, atol: None, equal_nan: None }
 }
 
 /// `rnn_tanh`; overloads:
-/// - `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4057)
+/// - `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4059)
 #[inline]
 pub fn rnn_tanh<'a>(
     input: &'a Tensor,
@@ -5748,7 +5748,7 @@ pub fn rnn_tanh<'a>(
 }
 
 /// `rnn_relu`; overloads:
-/// - `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4061)
+/// - `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4063)
 #[inline]
 pub fn rnn_relu<'a>(
     input: &'a Tensor,
@@ -5776,7 +5776,7 @@ pub fn rnn_relu<'a>(
 }
 
 /// `gru`; overloads:
-/// - `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4065)
+/// - `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4067)
 #[inline]
 pub fn gru<'a>(
     input: &'a Tensor,
@@ -5804,7 +5804,7 @@ pub fn gru<'a>(
 }
 
 /// `lstm`; overloads:
-/// - `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4069)
+/// - `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4071)
 #[inline]
 pub fn lstm<'a>(
     input: &'a Tensor,
@@ -5833,7 +5833,7 @@ pub fn lstm<'a>(
 }
 
 /// `rnn_tanh_cell`; overloads:
-/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4073)
+/// - `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4075)
 #[inline]
 pub fn rnn_tanh_cell<'a>(
     input: &'a Tensor,
@@ -5845,7 +5845,7 @@ pub fn rnn_tanh_cell<'a>(
 }
 
 /// `rnn_relu_cell`; overloads:
-/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4077)
+/// - `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4079)
 #[inline]
 pub fn rnn_relu_cell<'a>(
     input: &'a Tensor,
@@ -5857,14 +5857,14 @@ pub fn rnn_relu_cell<'a>(
 }
 
 /// `gru_cell`; overloads:
-/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4081)
+/// - `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4083)
 #[inline]
 pub fn gru_cell<'a>(input: &'a Tensor, hx: &'a Tensor, w_ih: &'a Tensor, w_hh: &'a Tensor) -> builders::GruCell<'a> {
     builders::GruCell { input, hx, w_ih, w_hh, b_ih: None, b_hh: None }
 }
 
 /// `lstm_cell`; overloads:
-/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4085)
+/// - `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4087)
 #[inline]
 pub fn lstm_cell<'a>(
     input: &'a Tensor,
@@ -5876,7 +5876,7 @@ pub fn lstm_cell<'a>(
 }
 
 /// `_chunk_cat`; overloads:
-/// - `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4089)
+/// - `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4091)
 #[inline]
 pub fn _chunk_cat<'a>(tensors: impl Into<TensorList<'a>>, dim: i64, num_chunks: i64) -> Result<Tensor> {
     let tensors: TensorList<'a> = tensors.into();
@@ -5884,7 +5884,7 @@ pub fn _chunk_cat<'a>(tensors: impl Into<TensorList<'a>>, dim: i64, num_chunks: 
 }
 
 /// `as_strided_scatter`; overloads:
-/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4093)
+/// - `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4095)
 #[inline]
 pub fn as_strided_scatter<'a>(
     self_: &'a Tensor,
@@ -5896,14 +5896,14 @@ pub fn as_strided_scatter<'a>(
 }
 
 /// `nonzero_numpy`; overloads:
-/// - `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4097)
+/// - `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4099)
 #[inline]
 pub fn nonzero_numpy<'a>(self_: &'a Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
 /// `_unsafe_masked_index`; overloads:
-/// - `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4101)
+/// - `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4103)
 #[inline]
 pub fn _unsafe_masked_index<'a>(
     self_: &'a Tensor,
@@ -5916,7 +5916,7 @@ pub fn _unsafe_masked_index<'a>(
 }
 
 /// `_unsafe_masked_index_put_accumulate`; overloads:
-/// - `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4105)
+/// - `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4107)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate<'a>(
     self_: &'a Tensor,
@@ -5928,7 +5928,7 @@ pub fn _unsafe_masked_index_put_accumulate<'a>(
 }
 
 /// `im2col`; overloads:
-/// - `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4109)
+/// - `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4111)
 #[inline]
 pub fn im2col<'a>(
     self_: &'a Tensor,
@@ -5949,7 +5949,7 @@ pub fn im2col<'a>(
 }
 
 /// `col2im`; overloads:
-/// - `col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4113)
+/// - `col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4115)
 #[inline]
 pub fn col2im<'a>(
     self_: &'a Tensor,
@@ -5973,42 +5973,42 @@ pub fn col2im<'a>(
 }
 
 /// `linalg_matrix_sqrth`; overloads:
-/// - `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4117)
+/// - `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4119)
 #[inline]
 pub fn linalg_matrix_sqrth<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
 /// `linalg_polar`; overloads:
-/// - `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4121)
+/// - `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4123)
 #[inline]
 pub fn linalg_polar<'a>(a_: &'a Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
 /// `multi_margin_loss`; overloads:
-/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4125)
+/// - `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4127)
 #[inline]
 pub fn multi_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::MultiMarginLoss<'a> {
     builders::MultiMarginLoss { self_, target, p: None, margin: None, weight: None, reduction: None }
 }
 
 /// `multilabel_margin_loss`; overloads:
-/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4129)
+/// - `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4131)
 #[inline]
 pub fn multilabel_margin_loss<'a>(self_: &'a Tensor, target: &'a Tensor) -> builders::MultilabelMarginLoss<'a> {
     builders::MultilabelMarginLoss { self_, target, reduction: None }
 }
 
 /// `unique_consecutive`; overloads:
-/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4133)
+/// - `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4135)
 #[inline]
 pub fn unique_consecutive<'a>(self_: &'a Tensor) -> builders::UniqueConsecutive<'a> {
     builders::UniqueConsecutive { self_, return_inverse: None, return_counts: None, dim: None }
 }
 
 /// `_upsample_nearest_exact1d`; overloads:
-/// - `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4139)
+/// - `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4141)
 #[inline]
 pub fn _upsample_nearest_exact1d_vec<'a>(
     input: &'a Tensor,
@@ -6019,7 +6019,7 @@ pub fn _upsample_nearest_exact1d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact2d`; overloads:
-/// - `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4143)
+/// - `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4145)
 #[inline]
 pub fn _upsample_nearest_exact2d_vec<'a>(
     input: &'a Tensor,
@@ -6030,7 +6030,7 @@ pub fn _upsample_nearest_exact2d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact3d`; overloads:
-/// - `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4147)
+/// - `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4149)
 #[inline]
 pub fn _upsample_nearest_exact3d_vec<'a>(
     input: &'a Tensor,
@@ -6041,7 +6041,7 @@ pub fn _upsample_nearest_exact3d_vec<'a>(
 }
 
 /// `_upsample_nearest_exact1d`; overloads:
-/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4151)
+/// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4153)
 #[inline]
 pub fn _upsample_nearest_exact1d<'a>(
     self_: &'a Tensor,
@@ -6051,7 +6051,7 @@ pub fn _upsample_nearest_exact1d<'a>(
 }
 
 /// `_upsample_nearest_exact2d`; overloads:
-/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4155)
+/// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4157)
 #[inline]
 pub fn _upsample_nearest_exact2d<'a>(
     self_: &'a Tensor,
@@ -6061,7 +6061,7 @@ pub fn _upsample_nearest_exact2d<'a>(
 }
 
 /// `_upsample_nearest_exact3d`; overloads:
-/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4159)
+/// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4161)
 #[inline]
 pub fn _upsample_nearest_exact3d<'a>(
     self_: &'a Tensor,
@@ -6077,84 +6077,84 @@ pub fn _upsample_nearest_exact3d<'a>(
 }
 
 /// `fft_irfft`; overloads:
-/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4165)
+/// - `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4167)
 #[inline]
 pub fn fft_irfft<'a>(self_: &'a Tensor) -> builders::FftIrfft<'a> {
     builders::FftIrfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_irfft2`; overloads:
-/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4169)
+/// - `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4171)
 #[inline]
 pub fn fft_irfft2<'a>(self_: &'a Tensor) -> builders::FftIrfft2<'a> {
     builders::FftIrfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_irfftn`; overloads:
-/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4173)
+/// - `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4175)
 #[inline]
 pub fn fft_irfftn<'a>(self_: &'a Tensor) -> builders::FftIrfftn<'a> {
     builders::FftIrfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_hfft`; overloads:
-/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4177)
+/// - `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4179)
 #[inline]
 pub fn fft_hfft<'a>(self_: &'a Tensor) -> builders::FftHfft<'a> {
     builders::FftHfft { self_, n: None, dim: None, norm: None }
 }
 
 /// `fft_hfft2`; overloads:
-/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4181)
+/// - `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4183)
 #[inline]
 pub fn fft_hfft2<'a>(self_: &'a Tensor) -> builders::FftHfft2<'a> {
     builders::FftHfft2 { self_, s: None, dim: None, norm: None }
 }
 
 /// `fft_hfftn`; overloads:
-/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4185)
+/// - `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4187)
 #[inline]
 pub fn fft_hfftn<'a>(self_: &'a Tensor) -> builders::FftHfftn<'a> {
     builders::FftHfftn { self_, s: None, dim: None, norm: None }
 }
 
 /// `gradient`; overloads:
-/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4205)
+/// - `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4207)
 #[inline]
 pub fn gradient<'a>(self_: &'a Tensor) -> builders::Gradient<'a> {
     builders::Gradient { self_, spacing: None, dim: None, edge_order: None }
 }
 
 /// `histogram`; overloads:
-/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4209)
+/// - `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4211)
 #[inline]
 pub fn histogram<'a>(self_: &'a Tensor) -> builders::Histogram<'a> {
     builders::Histogram { self_, bins: None, range: None, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4213)
+/// - `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4215)
 #[inline]
 pub fn histogramdd<'a>(self_: &'a Tensor, bins: impl Into<IntList<'a>>) -> builders::Histogramdd<'a> {
     builders::Histogramdd { self_, bins: bins.into(), range: None, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4217)
+/// - `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4219)
 #[inline]
 pub fn histogramdd_int_bins<'a>(self_: &'a Tensor, bins: i64) -> builders::HistogramddIntBins<'a> {
     builders::HistogramddIntBins { self_, bins, range: None, weight: None, density: None }
 }
 
 /// `histogram`; overloads:
-/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4221)
+/// - `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4223)
 #[inline]
 pub fn histogram_bins_tensor<'a>(self_: &'a Tensor, bins: &'a Tensor) -> builders::HistogramBinsTensor<'a> {
     builders::HistogramBinsTensor { self_, bins, weight: None, density: None }
 }
 
 /// `histogramdd`; overloads:
-/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4225)
+/// - `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4227)
 #[inline]
 pub fn histogramdd_tensorlist_bins<'a>(
     self_: &'a Tensor,
@@ -6164,7 +6164,7 @@ pub fn histogramdd_tensorlist_bins<'a>(
 }
 
 /// `upsample_trilinear3d`; overloads:
-/// - `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4231)
+/// - `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4233)
 #[inline]
 pub fn upsample_trilinear3d_vec<'a>(
     input: &'a Tensor,
@@ -6176,7 +6176,7 @@ pub fn upsample_trilinear3d_vec<'a>(
 }
 
 /// `upsample_bicubic2d`; overloads:
-/// - `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4235)
+/// - `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4237)
 #[inline]
 pub fn upsample_bicubic2d_vec<'a>(
     input: &'a Tensor,
@@ -6188,7 +6188,7 @@ pub fn upsample_bicubic2d_vec<'a>(
 }
 
 /// `upsample_trilinear3d`; overloads:
-/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4239)
+/// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4241)
 #[inline]
 pub fn upsample_trilinear3d<'a>(
     self_: &'a Tensor,
@@ -6206,7 +6206,7 @@ pub fn upsample_trilinear3d<'a>(
 }
 
 /// `upsample_bicubic2d`; overloads:
-/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4243)
+/// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4245)
 #[inline]
 pub fn upsample_bicubic2d<'a>(
     self_: &'a Tensor,
@@ -6223,7 +6223,7 @@ pub fn upsample_bicubic2d<'a>(
 }
 
 /// `segment_reduce`; overloads:
-/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4247)
+/// - `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4249)
 #[inline]
 pub fn segment_reduce<'a>(data: &'a Tensor, reduce: &'a str) -> builders::SegmentReduce<'a> {
     builders::SegmentReduce {
@@ -6239,7 +6239,7 @@ pub fn segment_reduce<'a>(data: &'a Tensor, reduce: &'a str) -> builders::Segmen
 }
 
 /// `_sparse_coo_tensor_with_dims_and_tensors`; overloads:
-/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4253)
+/// - `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4255)
 #[inline]
 pub fn _sparse_coo_tensor_with_dims_and_tensors<'a>(
     sparse_dim: i64,
@@ -6263,7 +6263,7 @@ pub fn _sparse_coo_tensor_with_dims_and_tensors<'a>(
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4257)
+/// - `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4259)
 #[inline]
 pub fn sparse_coo_tensor<'a>(
     indices: &'a Tensor,
@@ -6283,7 +6283,7 @@ pub fn sparse_coo_tensor<'a>(
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4261)
+/// - `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4263)
 #[inline]
 pub fn sparse_coo_tensor_indices<'a>(indices: &'a Tensor, values: &'a Tensor) -> builders::SparseCooTensorIndices<'a> {
     builders::SparseCooTensorIndices {
@@ -6298,35 +6298,35 @@ pub fn sparse_coo_tensor_indices<'a>(indices: &'a Tensor, values: &'a Tensor) ->
 }
 
 /// `sparse_coo_tensor`; overloads:
-/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4265)
+/// - `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4267)
 #[inline]
 pub fn sparse_coo_tensor_size<'a>(size: impl Into<IntList<'a>>) -> builders::SparseCooTensorSize<'a> {
     builders::SparseCooTensorSize { size: size.into(), dtype: None, layout: None, device: None, pin_memory: None }
 }
 
 /// `_coalesce`; overloads:
-/// - `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4321)
+/// - `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4323)
 #[inline]
 pub fn _coalesce<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::_coalesce::call(self_)
 }
 
 /// `to_dense_backward`; overloads:
-/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4336)
+/// - `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4338)
 #[inline]
 pub fn to_dense_backward<'a>(grad: &'a Tensor, input: &'a Tensor) -> builders::ToDenseBackward<'a> {
     builders::ToDenseBackward { grad, input, masked_grad: None }
 }
 
 /// `_sparse_sum`; overloads:
-/// - `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4362)
+/// - `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4364)
 #[inline]
 pub fn _sparse_sum<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::_sparse_sum::call(self_)
 }
 
 /// `_sparse_sum`; overloads:
-/// - `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4366)
+/// - `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4368)
 #[inline]
 pub fn _sparse_sum_dim<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dim: IntList<'a> = dim.into();
@@ -6335,7 +6335,7 @@ pub fn _sparse_sum_dim<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Re
 }
 
 /// `_sparse_sum_backward`; overloads:
-/// - `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4370)
+/// - `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4372)
 #[inline]
 pub fn _sparse_sum_backward<'a>(grad: &'a Tensor, self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> Result<Tensor> {
     let dim: IntList<'a> = dim.into();
@@ -6344,49 +6344,49 @@ pub fn _sparse_sum_backward<'a>(grad: &'a Tensor, self_: &'a Tensor, dim: impl I
 }
 
 /// `_sparse_addmm`; overloads:
-/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4374)
+/// - `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4376)
 #[inline]
 pub fn _sparse_addmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::PrivateSparseAddmm<'a> {
     builders::PrivateSparseAddmm { self_, mat1, mat2, beta: None, alpha: None }
 }
 
 /// `_sparse_mm`; overloads:
-/// - `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4378)
+/// - `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4380)
 #[inline]
 pub fn _sparse_mm<'a>(sparse: &'a Tensor, dense: &'a Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
 /// `hspmm`; overloads:
-/// - `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4382)
+/// - `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4384)
 #[inline]
 pub fn hspmm<'a>(mat1: &'a Tensor, mat2: &'a Tensor) -> Result<Tensor> {
     crate::handles::hspmm::call(mat1, mat2)
 }
 
 /// `sspaddmm`; overloads:
-/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4386)
+/// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4388)
 #[inline]
 pub fn sspaddmm<'a>(self_: &'a Tensor, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
     builders::Sspaddmm { self_, mat1, mat2, beta: None, alpha: None }
 }
 
 /// `_sparse_softmax`; overloads:
-/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4391)
+/// - `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4393)
 #[inline]
 pub fn _sparse_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseSoftmaxInt<'a> {
     builders::PrivateSparseSoftmaxInt { self_, dim, dtype: None }
 }
 
 /// `_sparse_softmax`; overloads:
-/// - `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4395)
+/// - `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4397)
 #[inline]
 pub fn _sparse_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
 }
 
 /// `_sparse_softmax_backward_data`; overloads:
-/// - `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4399)
+/// - `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4401)
 #[inline]
 pub fn _sparse_softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -6398,21 +6398,21 @@ pub fn _sparse_softmax_backward_data<'a>(
 }
 
 /// `_sparse_log_softmax`; overloads:
-/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4403)
+/// - `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4405)
 #[inline]
 pub fn _sparse_log_softmax_int<'a>(self_: &'a Tensor, dim: i64) -> builders::PrivateSparseLogSoftmaxInt<'a> {
     builders::PrivateSparseLogSoftmaxInt { self_, dim, dtype: None }
 }
 
 /// `_sparse_log_softmax`; overloads:
-/// - `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4407)
+/// - `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4409)
 #[inline]
 pub fn _sparse_log_softmax<'a>(self_: &'a Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
 }
 
 /// `_sparse_log_softmax_backward_data`; overloads:
-/// - `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4411)
+/// - `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4413)
 #[inline]
 pub fn _sparse_log_softmax_backward_data<'a>(
     grad_output: &'a Tensor,
@@ -6424,7 +6424,7 @@ pub fn _sparse_log_softmax_backward_data<'a>(
 }
 
 /// `embedding_sparse_backward`; overloads:
-/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4415)
+/// - `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4417)
 #[inline]
 pub fn embedding_sparse_backward<'a>(
     grad: &'a Tensor,
@@ -6437,7 +6437,7 @@ pub fn embedding_sparse_backward<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4419)
+/// - `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4421)
 #[inline]
 pub fn sparse_csr_tensor<'a>(
     crow_indices: &'a Tensor,
@@ -6458,7 +6458,7 @@ pub fn sparse_csr_tensor<'a>(
 }
 
 /// `sparse_csr_tensor`; overloads:
-/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4423)
+/// - `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4425)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value<'a>(
     crow_indices: &'a Tensor,
@@ -6477,7 +6477,7 @@ pub fn sparse_csr_tensor_crow_col_value<'a>(
 }
 
 /// `_foreach_add`; overloads:
-/// - `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4451)
+/// - `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4453)
 #[inline]
 pub fn _foreach_add<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6486,7 +6486,7 @@ pub fn _foreach_add<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_add_`; overloads:
-/// - `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4456)
+/// - `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4458)
 #[inline]
 pub fn _foreach_add_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6495,7 +6495,7 @@ pub fn _foreach_add_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_add`; overloads:
-/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4461)
+/// - `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4463)
 #[inline]
 pub fn _foreach_add_list<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6505,7 +6505,7 @@ pub fn _foreach_add_list<'a>(
 }
 
 /// `_foreach_add_`; overloads:
-/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4466)
+/// - `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4468)
 #[inline]
 pub fn _foreach_add_list_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6515,7 +6515,7 @@ pub fn _foreach_add_list_<'a>(
 }
 
 /// `_foreach_mul`; overloads:
-/// - `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4471)
+/// - `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4473)
 #[inline]
 pub fn _foreach_mul<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6524,7 +6524,7 @@ pub fn _foreach_mul<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_mul_`; overloads:
-/// - `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4476)
+/// - `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4478)
 #[inline]
 pub fn _foreach_mul_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6533,7 +6533,7 @@ pub fn _foreach_mul_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_mul`; overloads:
-/// - `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4481)
+/// - `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4483)
 #[inline]
 pub fn _foreach_mul_list<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6545,7 +6545,7 @@ pub fn _foreach_mul_list<'a>(
 }
 
 /// `_foreach_mul_`; overloads:
-/// - `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4486)
+/// - `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4488)
 #[inline]
 pub fn _foreach_mul_list_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6554,7 +6554,7 @@ pub fn _foreach_mul_list_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into
 }
 
 /// `_foreach_div`; overloads:
-/// - `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4491)
+/// - `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4493)
 #[inline]
 pub fn _foreach_div<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6563,7 +6563,7 @@ pub fn _foreach_div<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scal
 }
 
 /// `_foreach_div_`; overloads:
-/// - `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4496)
+/// - `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4498)
 #[inline]
 pub fn _foreach_div_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Scalar>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6572,7 +6572,7 @@ pub fn _foreach_div_<'a>(self_: impl Into<TensorList<'a>>, scalar: impl Into<Sca
 }
 
 /// `_foreach_addcmul`; overloads:
-/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4501)
+/// - `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4503)
 #[inline]
 pub fn _foreach_addcmul<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6588,7 +6588,7 @@ pub fn _foreach_addcmul<'a>(
 }
 
 /// `_foreach_addcmul_`; overloads:
-/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4506)
+/// - `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4508)
 #[inline]
 pub fn _foreach_addcmul_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6604,7 +6604,7 @@ pub fn _foreach_addcmul_<'a>(
 }
 
 /// `_foreach_addcdiv`; overloads:
-/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4511)
+/// - `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4513)
 #[inline]
 pub fn _foreach_addcdiv<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6620,7 +6620,7 @@ pub fn _foreach_addcdiv<'a>(
 }
 
 /// `_foreach_addcdiv_`; overloads:
-/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4516)
+/// - `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4518)
 #[inline]
 pub fn _foreach_addcdiv_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6636,7 +6636,7 @@ pub fn _foreach_addcdiv_<'a>(
 }
 
 /// `_foreach_lerp`; overloads:
-/// - `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4521)
+/// - `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4523)
 #[inline]
 pub fn _foreach_lerp<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6650,7 +6650,7 @@ pub fn _foreach_lerp<'a>(
 }
 
 /// `_foreach_lerp_`; overloads:
-/// - `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4526)
+/// - `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4528)
 #[inline]
 pub fn _foreach_lerp_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6664,7 +6664,7 @@ pub fn _foreach_lerp_<'a>(
 }
 
 /// `_foreach_sqrt`; overloads:
-/// - `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4531)
+/// - `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4533)
 #[inline]
 pub fn _foreach_sqrt<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6672,7 +6672,7 @@ pub fn _foreach_sqrt<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>
 }
 
 /// `_foreach_sqrt_`; overloads:
-/// - `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4536)
+/// - `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4538)
 #[inline]
 pub fn _foreach_sqrt_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6680,7 +6680,7 @@ pub fn _foreach_sqrt_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_neg`; overloads:
-/// - `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4541)
+/// - `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4543)
 #[inline]
 pub fn _foreach_neg<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6688,7 +6688,7 @@ pub fn _foreach_neg<'a>(self_: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>>
 }
 
 /// `_foreach_neg_`; overloads:
-/// - `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4546)
+/// - `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4548)
 #[inline]
 pub fn _foreach_neg_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6696,7 +6696,7 @@ pub fn _foreach_neg_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_maximum`; overloads:
-/// - `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4551)
+/// - `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4553)
 #[inline]
 pub fn _foreach_maximum<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
     let self_: TensorList<'a> = self_.into();
@@ -6705,7 +6705,7 @@ pub fn _foreach_maximum<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<T
 }
 
 /// `_foreach_maximum_`; overloads:
-/// - `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4556)
+/// - `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4558)
 #[inline]
 pub fn _foreach_maximum_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6714,7 +6714,7 @@ pub fn _foreach_maximum_<'a>(self_: impl Into<TensorList<'a>>, other: impl Into<
 }
 
 /// `_foreach_zero_`; overloads:
-/// - `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4561)
+/// - `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4563)
 #[inline]
 pub fn _foreach_zero_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
     let self_: TensorList<'a> = self_.into();
@@ -6722,7 +6722,7 @@ pub fn _foreach_zero_<'a>(self_: impl Into<TensorList<'a>>) -> Result<()> {
 }
 
 /// `_foreach_copy_`; overloads:
-/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4566)
+/// - `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4568)
 #[inline]
 pub fn _foreach_copy_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6732,14 +6732,14 @@ pub fn _foreach_copy_<'a>(
 }
 
 /// `_foreach_norm`; overloads:
-/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4571)
+/// - `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4573)
 #[inline]
 pub fn _foreach_norm<'a>(self_: impl Into<TensorList<'a>>) -> builders::PrivateForeachNorm<'a> {
     builders::PrivateForeachNorm { self_: self_.into(), ord: None, dtype: None }
 }
 
 /// `_amp_foreach_non_finite_check_and_unscale_`; overloads:
-/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4576)
+/// - `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4578)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
     self_: impl Into<TensorList<'a>>,
@@ -6751,7 +6751,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_<'a>(
 }
 
 /// `_amp_update_scale_`; overloads:
-/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4581)
+/// - `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4583)
 #[inline]
 pub fn _amp_update_scale_<'a>(
     self_: &'a Tensor,
@@ -7925,7 +7925,7 @@ impl Tensor {
 
     /// `lerp`; overloads:
     /// - `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1297)
-    /// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3566)
+    /// - `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3568)
     #[inline]
     pub fn lerp<'a>(&'a self, end: &'a Tensor, weight: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::Lerp { self_: self, end, weight: weight.into() }.call()
@@ -7968,7 +7968,7 @@ impl Tensor {
 
     /// `masked_fill`; overloads:
     /// - `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1331)
-    /// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3385)
+    /// - `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3387)
     #[inline]
     pub fn masked_fill<'a>(&'a self, mask: &'a Tensor, value: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::MaskedFill { self_: self, mask, value: value.into() }.call()
@@ -7976,7 +7976,7 @@ impl Tensor {
 
     /// `masked_fill_`; overloads:
     /// - `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1336)
-    /// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3389)
+    /// - `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3391)
     #[inline]
     pub fn masked_fill_<'a>(&'a self, mask: &'a Tensor, value: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::MaskedFillInplace { self_: self, mask, value: value.into() }.call()
@@ -8014,8 +8014,8 @@ impl Tensor {
 
     /// `var`; overloads:
     /// - `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1399)
-    /// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3173)
-    /// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3177)
+    /// - `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3175)
+    /// - `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3179)
     #[inline]
     pub fn var<'a>(&'a self) -> builders::Var<'a> {
         builders::Var { self_: self, dim: None, correction: None, keepdim: None, unbiased: None }
@@ -8023,8 +8023,8 @@ impl Tensor {
 
     /// `std`; overloads:
     /// - `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1404)
-    /// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3181)
-    /// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3185)
+    /// - `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3183)
+    /// - `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3187)
     #[inline]
     pub fn std<'a>(&'a self) -> builders::Std<'a> {
         builders::Std { self_: self, dim: None, correction: None, keepdim: None, unbiased: None }
@@ -8097,7 +8097,7 @@ impl Tensor {
 
     /// `all`; overloads:
     /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1454)
-    /// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3594)
+    /// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3596)
     #[inline]
     pub fn all<'a>(&'a self) -> builders::All<'a> {
         builders::All { self_: self, dim: None, keepdim: None }
@@ -8105,7 +8105,7 @@ impl Tensor {
 
     /// `any`; overloads:
     /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1459)
-    /// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3590)
+    /// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3592)
     #[inline]
     pub fn any<'a>(&'a self) -> builders::Any<'a> {
         builders::Any { self_: self, dim: None, keepdim: None }
@@ -8784,7 +8784,7 @@ impl Tensor {
     }
 
     /// `erfinv`; overloads:
-    /// - `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2292)
+    /// - `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2294)
     #[inline]
     pub fn erfinv<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8792,7 +8792,7 @@ impl Tensor {
     }
 
     /// `erfinv_`; overloads:
-    /// - `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2297)
+    /// - `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2299)
     #[inline]
     pub fn erfinv_<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8800,7 +8800,7 @@ impl Tensor {
     }
 
     /// `sgn`; overloads:
-    /// - `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2306)
+    /// - `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2308)
     #[inline]
     pub fn sgn<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8808,7 +8808,7 @@ impl Tensor {
     }
 
     /// `sgn_`; overloads:
-    /// - `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2311)
+    /// - `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2313)
     #[inline]
     pub fn sgn_<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8816,7 +8816,7 @@ impl Tensor {
     }
 
     /// `square`; overloads:
-    /// - `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2320)
+    /// - `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2322)
     #[inline]
     pub fn square<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8824,7 +8824,7 @@ impl Tensor {
     }
 
     /// `square_`; overloads:
-    /// - `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2325)
+    /// - `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2327)
     #[inline]
     pub fn square_<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8832,7 +8832,7 @@ impl Tensor {
     }
 
     /// `isinf`; overloads:
-    /// - `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2338)
+    /// - `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2340)
     #[inline]
     pub fn isinf<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8840,7 +8840,7 @@ impl Tensor {
     }
 
     /// `isfinite`; overloads:
-    /// - `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2343)
+    /// - `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2345)
     #[inline]
     pub fn isfinite<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8848,7 +8848,7 @@ impl Tensor {
     }
 
     /// `isposinf`; overloads:
-    /// - `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2348)
+    /// - `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2350)
     #[inline]
     pub fn isposinf<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8856,7 +8856,7 @@ impl Tensor {
     }
 
     /// `isneginf`; overloads:
-    /// - `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2357)
+    /// - `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2359)
     #[inline]
     pub fn isneginf<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8864,21 +8864,21 @@ impl Tensor {
     }
 
     /// `nan_to_num`; overloads:
-    /// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2366)
+    /// - `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2368)
     #[inline]
     pub fn nan_to_num<'a>(&'a self) -> builders::NanToNum<'a> {
         builders::NanToNum { self_: self, nan: None, posinf: None, neginf: None }
     }
 
     /// `nan_to_num_`; overloads:
-    /// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2371)
+    /// - `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2373)
     #[inline]
     pub fn nan_to_num_<'a>(&'a self) -> builders::NanToNumInplace<'a> {
         builders::NanToNumInplace { self_: self, nan: None, posinf: None, neginf: None }
     }
 
     /// `round`; overloads:
-    /// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2380)
+    /// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2382)
     #[inline]
     pub fn round_decimals<'a>(&'a self, decimals: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8886,7 +8886,7 @@ impl Tensor {
     }
 
     /// `round_`; overloads:
-    /// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2385)
+    /// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2387)
     #[inline]
     pub fn round_decimals_<'a>(&'a self, decimals: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8894,7 +8894,7 @@ impl Tensor {
     }
 
     /// `bitwise_not`; overloads:
-    /// - `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2394)
+    /// - `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2396)
     #[inline]
     pub fn bitwise_not<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8902,7 +8902,7 @@ impl Tensor {
     }
 
     /// `bitwise_not_`; overloads:
-    /// - `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2399)
+    /// - `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2401)
     #[inline]
     pub fn bitwise_not_<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8910,60 +8910,60 @@ impl Tensor {
     }
 
     /// `clamp_`; overloads:
-    /// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2408)
+    /// - `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2410)
     #[inline]
     pub fn clamp_<'a>(&'a self) -> builders::ClampInplace<'a> {
         builders::ClampInplace { self_: self, min: None, max: None }
     }
 
     /// `clamp`; overloads:
-    /// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2417)
+    /// - `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2419)
     #[inline]
     pub fn clamp_tensor<'a>(&'a self) -> builders::ClampTensor<'a> {
         builders::ClampTensor { self_: self, min: None, max: None }
     }
 
     /// `clamp_`; overloads:
-    /// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+    /// - `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2424)
     #[inline]
     pub fn clamp_tensor_<'a>(&'a self) -> builders::ClampTensorInplace<'a> {
         builders::ClampTensorInplace { self_: self, min: None, max: None }
     }
 
     /// `clamp_min`; overloads:
-    /// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2431)
-    /// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2436)
+    /// - `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2433)
+    /// - `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2438)
     #[inline]
     pub fn clamp_min<'a>(&'a self, min: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::ClampMin { self_: self, min: min.into() }.call()
     }
 
     /// `clamp_min_`; overloads:
-    /// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2441)
-    /// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2446)
+    /// - `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2443)
+    /// - `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2448)
     #[inline]
     pub fn clamp_min_<'a>(&'a self, min: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::ClampMinInplace { self_: self, min: min.into() }.call()
     }
 
     /// `clamp_max`; overloads:
-    /// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2459)
-    /// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2464)
+    /// - `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2461)
+    /// - `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2466)
     #[inline]
     pub fn clamp_max<'a>(&'a self, max: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::ClampMax { self_: self, max: max.into() }.call()
     }
 
     /// `clamp_max_`; overloads:
-    /// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2469)
-    /// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2474)
+    /// - `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2471)
+    /// - `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2476)
     #[inline]
     pub fn clamp_max_<'a>(&'a self, max: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::ClampMaxInplace { self_: self, max: max.into() }.call()
     }
 
     /// `prelu`; overloads:
-    /// - `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2519)
+    /// - `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2521)
     #[inline]
     pub fn prelu<'a>(&'a self, weight: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8971,7 +8971,7 @@ impl Tensor {
     }
 
     /// `fmax`; overloads:
-    /// - `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2532)
+    /// - `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2534)
     #[inline]
     pub fn fmax<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8979,7 +8979,7 @@ impl Tensor {
     }
 
     /// `fmin`; overloads:
-    /// - `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2542)
+    /// - `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2544)
     #[inline]
     pub fn fmin<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8987,7 +8987,7 @@ impl Tensor {
     }
 
     /// `hypot`; overloads:
-    /// - `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
+    /// - `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2554)
     #[inline]
     pub fn hypot<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -8995,7 +8995,7 @@ impl Tensor {
     }
 
     /// `hypot_`; overloads:
-    /// - `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
+    /// - `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2559)
     #[inline]
     pub fn hypot_<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9003,124 +9003,124 @@ impl Tensor {
     }
 
     /// `copysign`; overloads:
-    /// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
-    /// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2580)
+    /// - `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2568)
+    /// - `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2582)
     #[inline]
     pub fn copysign<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::Copysign { self_: self, other: other.into() }.call()
     }
 
     /// `copysign_`; overloads:
-    /// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
-    /// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2585)
+    /// - `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2573)
+    /// - `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2587)
     #[inline]
     pub fn copysign_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::CopysignInplace { self_: self, other: other.into() }.call()
     }
 
     /// `floor_divide`; overloads:
-    /// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
-    /// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2604)
+    /// - `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2592)
+    /// - `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2606)
     #[inline]
     pub fn floor_divide<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::FloorDivide { self_: self, other: other.into() }.call()
     }
 
     /// `floor_divide_`; overloads:
-    /// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
-    /// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2609)
+    /// - `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2597)
+    /// - `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2611)
     #[inline]
     pub fn floor_divide_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::FloorDivideInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_and`; overloads:
-    /// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
-    /// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2619)
-    /// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2624)
+    /// - `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2616)
+    /// - `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2621)
+    /// - `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2626)
     #[inline]
     pub fn bitwise_and<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseAnd { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_and_`; overloads:
-    /// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
-    /// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2633)
+    /// - `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2630)
+    /// - `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2635)
     #[inline]
     pub fn bitwise_and_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseAndInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_or`; overloads:
-    /// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2642)
-    /// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2647)
-    /// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2652)
+    /// - `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2644)
+    /// - `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2649)
+    /// - `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2654)
     #[inline]
     pub fn bitwise_or<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseOr { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_or_`; overloads:
-    /// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2656)
-    /// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2661)
+    /// - `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2658)
+    /// - `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2663)
     #[inline]
     pub fn bitwise_or_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseOrInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_xor`; overloads:
-    /// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2670)
-    /// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2675)
-    /// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2680)
+    /// - `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
+    /// - `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2677)
+    /// - `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
     #[inline]
     pub fn bitwise_xor<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseXor { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_xor_`; overloads:
-    /// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2684)
-    /// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2689)
+    /// - `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2686)
+    /// - `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2691)
     #[inline]
     pub fn bitwise_xor_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseXorInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_left_shift`; overloads:
-    /// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2698)
-    /// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2703)
-    /// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2708)
+    /// - `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2700)
+    /// - `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2705)
+    /// - `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2710)
     #[inline]
     pub fn bitwise_left_shift<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseLeftShift { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_left_shift_`; overloads:
-    /// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2712)
-    /// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2717)
+    /// - `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2714)
+    /// - `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2719)
     #[inline]
     pub fn bitwise_left_shift_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseLeftShiftInplace { self_: self, other: other.into() }.call()
     }
 
     /// `bitwise_right_shift`; overloads:
-    /// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2730)
-    /// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2735)
-    /// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2740)
+    /// - `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2732)
+    /// - `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2737)
+    /// - `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2742)
     #[inline]
     pub fn bitwise_right_shift<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseRightShift { self_: TensorOrScalar::Tensor(self), other: other.into() }.call()
     }
 
     /// `bitwise_right_shift_`; overloads:
-    /// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2744)
-    /// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2749)
+    /// - `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2746)
+    /// - `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2751)
     #[inline]
     pub fn bitwise_right_shift_<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> Result<Tensor> {
         builders::BitwiseRightShiftInplace { self_: self, other: other.into() }.call()
     }
 
     /// `logical_or`; overloads:
-    /// - `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2762)
+    /// - `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2764)
     #[inline]
     pub fn logical_or<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9128,7 +9128,7 @@ impl Tensor {
     }
 
     /// `logical_xor`; overloads:
-    /// - `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2767)
+    /// - `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2769)
     #[inline]
     pub fn logical_xor<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9136,7 +9136,7 @@ impl Tensor {
     }
 
     /// `real`; overloads:
-    /// - `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2881)
+    /// - `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2883)
     #[inline]
     pub fn real<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9144,7 +9144,7 @@ impl Tensor {
     }
 
     /// `imag`; overloads:
-    /// - `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2886)
+    /// - `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2888)
     #[inline]
     pub fn imag<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9152,7 +9152,7 @@ impl Tensor {
     }
 
     /// `conj`; overloads:
-    /// - `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2891)
+    /// - `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2893)
     #[inline]
     pub fn conj<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9160,8 +9160,8 @@ impl Tensor {
     }
 
     /// `stft`; overloads:
-    /// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2914)
-    /// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2919)
+    /// - `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2916)
+    /// - `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2921)
     #[inline]
     pub fn stft<'a>(&'a self, n_fft: i64) -> builders::Stft<'a> {
         builders::Stft {
@@ -9180,7 +9180,7 @@ impl Tensor {
     }
 
     /// `istft`; overloads:
-    /// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2924)
+    /// - `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2926)
     #[inline]
     pub fn istft<'a>(&'a self, n_fft: i64) -> builders::Istft<'a> {
         builders::Istft {
@@ -9198,28 +9198,28 @@ impl Tensor {
     }
 
     /// `cauchy_`; overloads:
-    /// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3979)
+    /// - `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3981)
     #[inline]
     pub fn cauchy_<'a>(&'a self) -> builders::CauchyInplace<'a> {
         builders::CauchyInplace { self_: self, median: None, sigma: None, generator: None }
     }
 
     /// `geometric_`; overloads:
-    /// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3984)
+    /// - `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3986)
     #[inline]
     pub fn geometric_<'a>(&'a self, p: f64) -> builders::GeometricInplace<'a> {
         builders::GeometricInplace { self_: self, p, generator: None }
     }
 
     /// `log_normal_`; overloads:
-    /// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3989)
+    /// - `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3991)
     #[inline]
     pub fn log_normal_<'a>(&'a self) -> builders::LogNormalInplace<'a> {
         builders::LogNormalInplace { self_: self, mean: None, std: None, generator: None }
     }
 
     /// `nextafter`; overloads:
-    /// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4012)
+    /// - `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4014)
     #[inline]
     pub fn nextafter<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9227,7 +9227,7 @@ impl Tensor {
     }
 
     /// `frexp`; overloads:
-    /// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:4017)
+    /// - `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:4019)
     #[inline]
     pub fn frexp<'a>(&'a self) -> Result<(Tensor, Tensor)> {
         let self_: &'a Tensor = self;
@@ -9235,7 +9235,7 @@ impl Tensor {
     }
 
     /// `igamma`; overloads:
-    /// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4022)
+    /// - `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4024)
     #[inline]
     pub fn igamma<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9243,7 +9243,7 @@ impl Tensor {
     }
 
     /// `igammac`; overloads:
-    /// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4027)
+    /// - `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4029)
     #[inline]
     pub fn igammac<'a>(&'a self, other: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9251,7 +9251,7 @@ impl Tensor {
     }
 
     /// `equal`; overloads:
-    /// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4039)
+    /// - `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4041)
     #[inline]
     pub fn equal<'a>(&'a self, other: &'a Tensor) -> Result<bool> {
         let self_: &'a Tensor = self;
@@ -9259,14 +9259,14 @@ impl Tensor {
     }
 
     /// `allclose`; overloads:
-    /// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4044)
+    /// - `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4046)
     #[inline]
     pub fn allclose<'a>(&'a self, other: &'a Tensor) -> builders::Allclose<'a> {
         builders::Allclose { self_: self, other, rtol: None, atol: None, equal_nan: None }
     }
 
     /// `_indices`; overloads:
-    /// - `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4269)
+    /// - `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4271)
     #[inline]
     pub fn _indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9274,7 +9274,7 @@ impl Tensor {
     }
 
     /// `_values`; overloads:
-    /// - `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4274)
+    /// - `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4276)
     #[inline]
     pub fn _values<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9282,7 +9282,7 @@ impl Tensor {
     }
 
     /// `indices`; overloads:
-    /// - `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4279)
+    /// - `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4281)
     #[inline]
     pub fn indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9290,7 +9290,7 @@ impl Tensor {
     }
 
     /// `values`; overloads:
-    /// - `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4284)
+    /// - `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4286)
     #[inline]
     pub fn values<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9298,7 +9298,7 @@ impl Tensor {
     }
 
     /// `_nnz`; overloads:
-    /// - `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4290)
+    /// - `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4292)
     #[inline]
     pub fn _nnz<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9306,7 +9306,7 @@ impl Tensor {
     }
 
     /// `sparse_dim`; overloads:
-    /// - `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4296)
+    /// - `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4298)
     #[inline]
     pub fn sparse_dim<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9314,7 +9314,7 @@ impl Tensor {
     }
 
     /// `dense_dim`; overloads:
-    /// - `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4301)
+    /// - `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4303)
     #[inline]
     pub fn dense_dim<'a>(&'a self) -> Result<i64> {
         let self_: &'a Tensor = self;
@@ -9322,7 +9322,7 @@ impl Tensor {
     }
 
     /// `is_coalesced`; overloads:
-    /// - `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4306)
+    /// - `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4308)
     #[inline]
     pub fn is_coalesced<'a>(&'a self) -> Result<bool> {
         let self_: &'a Tensor = self;
@@ -9330,7 +9330,7 @@ impl Tensor {
     }
 
     /// `_coalesced_`; overloads:
-    /// - `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4311)
+    /// - `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4313)
     #[inline]
     pub fn _coalesced_<'a>(&'a self, coalesced: bool) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9338,7 +9338,7 @@ impl Tensor {
     }
 
     /// `coalesce`; overloads:
-    /// - `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4316)
+    /// - `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4318)
     #[inline]
     pub fn coalesce<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9346,21 +9346,21 @@ impl Tensor {
     }
 
     /// `to_dense`; overloads:
-    /// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4325)
+    /// - `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4327)
     #[inline]
     pub fn to_dense<'a>(&'a self) -> builders::ToDense<'a> {
         builders::ToDense { self_: self, dtype: None, masked_grad: None }
     }
 
     /// `_to_dense`; overloads:
-    /// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4330)
+    /// - `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4332)
     #[inline]
     pub fn _to_dense<'a>(&'a self) -> builders::PrivateToDense<'a> {
         builders::PrivateToDense { self_: self, dtype: None, masked_grad: None }
     }
 
     /// `to_sparse`; overloads:
-    /// - `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4340)
+    /// - `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4342)
     #[inline]
     pub fn to_sparse_sparse_dim<'a>(&'a self, sparse_dim: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9368,14 +9368,14 @@ impl Tensor {
     }
 
     /// `to_sparse`; overloads:
-    /// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4345)
+    /// - `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4347)
     #[inline]
     pub fn to_sparse<'a>(&'a self) -> builders::ToSparse<'a> {
         builders::ToSparse { self_: self, layout: None, blocksize: None, dense_dim: None }
     }
 
     /// `_to_sparse`; overloads:
-    /// - `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4350)
+    /// - `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4352)
     #[inline]
     pub fn _to_sparse<'a>(&'a self, sparse_dim: i64) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9383,7 +9383,7 @@ impl Tensor {
     }
 
     /// `sparse_mask`; overloads:
-    /// - `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4357)
+    /// - `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4359)
     #[inline]
     pub fn sparse_mask<'a>(&'a self, mask: &'a Tensor) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9391,14 +9391,14 @@ impl Tensor {
     }
 
     /// `sspaddmm`; overloads:
-    /// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4386)
+    /// - `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4388)
     #[inline]
     pub fn sspaddmm<'a>(&'a self, mat1: &'a Tensor, mat2: &'a Tensor) -> builders::Sspaddmm<'a> {
         builders::Sspaddmm { self_: self, mat1, mat2, beta: None, alpha: None }
     }
 
     /// `crow_indices`; overloads:
-    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4427)
+    /// - `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4429)
     #[inline]
     pub fn crow_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9406,7 +9406,7 @@ impl Tensor {
     }
 
     /// `col_indices`; overloads:
-    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4432)
+    /// - `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4434)
     #[inline]
     pub fn col_indices<'a>(&'a self) -> Result<Tensor> {
         let self_: &'a Tensor = self;
@@ -9414,14 +9414,14 @@ impl Tensor {
     }
 
     /// `to_sparse_csr`; overloads:
-    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4437)
+    /// - `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4439)
     #[inline]
     pub fn to_sparse_csr<'a>(&'a self) -> builders::ToSparseCsr<'a> {
         builders::ToSparseCsr { self_: self, dense_dim: None }
     }
 
     /// `_to_sparse_csr`; overloads:
-    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4442)
+    /// - `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4444)
     #[inline]
     pub fn _to_sparse_csr<'a>(&'a self) -> builders::PrivateToSparseCsr<'a> {
         builders::PrivateToSparseCsr { self_: self, dense_dim: None }

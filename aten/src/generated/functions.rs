@@ -3498,7 +3498,7 @@ pub fn _ctc_loss(
     crate::handles::_ctc_loss::call(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
 }
 
-/// `_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2226)
+/// `_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2227)
 #[inline]
 pub fn _ctc_loss_backward(
     grad: &Tensor,
@@ -3524,7 +3524,7 @@ pub fn _ctc_loss_backward(
     )
 }
 
-/// `ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2230)
+/// `ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2232)
 #[inline]
 pub fn ctc_loss(
     log_probs: &Tensor,
@@ -3546,7 +3546,7 @@ pub fn ctc_loss(
     )
 }
 
-/// `ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2234)
+/// `ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor` (aten/native_functions.yaml:2236)
 #[inline]
 pub fn ctc_loss_tensor(
     log_probs: &Tensor,
@@ -3568,7 +3568,7 @@ pub fn ctc_loss_tensor(
     )
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2238)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2240)
 #[inline]
 pub fn nll_loss(
     self_: &Tensor,
@@ -3580,7 +3580,7 @@ pub fn nll_loss(
     crate::handles::nll_loss::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2242)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2244)
 #[inline]
 pub fn nll_loss2d(
     self_: &Tensor,
@@ -3592,7 +3592,7 @@ pub fn nll_loss2d(
     crate::handles::nll_loss2d::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2246)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2248)
 #[inline]
 pub fn nll_loss_nd(
     self_: &Tensor,
@@ -3604,7 +3604,7 @@ pub fn nll_loss_nd(
     crate::handles::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2250)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2252)
 #[inline]
 pub fn cross_entropy_loss(
     self_: &Tensor,
@@ -3617,169 +3617,169 @@ pub fn cross_entropy_loss(
     crate::handles::cross_entropy_loss::call(self_, target, weight, reduction, ignore_index, label_smoothing)
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2255)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2257)
 #[inline]
 pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout::call(input, p, train)
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2259)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2261)
 #[inline]
 pub fn dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout_::call(self_, p, train)
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2263)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2265)
 #[inline]
 pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout::call(input, p, train)
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2267)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2269)
 #[inline]
 pub fn feature_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout_::call(self_, p, train)
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2271)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2273)
 #[inline]
 pub fn alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout::call(input, p, train)
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2275)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2277)
 #[inline]
 pub fn alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout_::call(self_, p, train)
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2279)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2281)
 #[inline]
 pub fn feature_alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout::call(input, p, train)
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2283)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2285)
 #[inline]
 pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout_::call(self_, p, train)
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2287)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2289)
 #[inline]
 pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::handles::native_dropout::call(input, p, train)
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2292)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2294)
 #[inline]
 pub fn erfinv(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv::call(self_)
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2297)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2299)
 #[inline]
 pub fn erfinv_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_::call(self_)
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2302)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2304)
 #[inline]
 pub fn erfinv_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_out::call(self_, out)
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2306)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2308)
 #[inline]
 pub fn sgn(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn::call(self_)
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2311)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2313)
 #[inline]
 pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_::call(self_)
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2316)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2318)
 #[inline]
 pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_out::call(self_, out)
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2320)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2322)
 #[inline]
 pub fn square(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square::call(self_)
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2325)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2327)
 #[inline]
 pub fn square_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square_::call(self_)
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2330)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2332)
 #[inline]
 pub fn selu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu::call(self_)
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2334)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2336)
 #[inline]
 pub fn selu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu_::call(self_)
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2338)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2340)
 #[inline]
 pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isinf::call(self_)
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2343)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2345)
 #[inline]
 pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isfinite::call(self_)
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2348)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2350)
 #[inline]
 pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf::call(self_)
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2353)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2355)
 #[inline]
 pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf_out::call(self_, out)
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2357)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2359)
 #[inline]
 pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf::call(self_)
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2362)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2364)
 #[inline]
 pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf_out::call(self_, out)
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2366)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2368)
 #[inline]
 pub fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2371)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2373)
 #[inline]
 pub fn nan_to_num_(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num_::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2376)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2378)
 #[inline]
 pub fn nan_to_num_out(
     self_: &Tensor,
@@ -3791,529 +3791,529 @@ pub fn nan_to_num_out(
     crate::handles::nan_to_num_out::call(self_, nan, posinf, neginf, out)
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2380)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2382)
 #[inline]
 pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals::call(self_, decimals)
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2385)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2387)
 #[inline]
 pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals_::call(self_, decimals)
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2390)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2392)
 #[inline]
 pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::round_decimals_out::call(self_, decimals, out)
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2394)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2396)
 #[inline]
 pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not::call(self_)
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2399)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2401)
 #[inline]
 pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_::call(self_)
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2404)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2406)
 #[inline]
 pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_out::call(self_, out)
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2408)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2410)
 #[inline]
 pub fn clamp_(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp_::call(self_, min, max)
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2413)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2415)
 #[inline]
 pub fn clamp_out(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_out::call(self_, min, max, out)
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2417)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2419)
 #[inline]
 pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor::call(self_, min, max)
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2424)
 #[inline]
 pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor_::call(self_, min, max)
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2427)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2429)
 #[inline]
 pub fn clamp_tensor_out(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_tensor_out::call(self_, min, max, out)
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2431)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2433)
 #[inline]
 pub fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min::call(self_, min)
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2436)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2438)
 #[inline]
 pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor::call(self_, min)
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2441)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2443)
 #[inline]
 pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min_::call(self_, min)
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2446)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2448)
 #[inline]
 pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_::call(self_, min)
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2451)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2453)
 #[inline]
 pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_out::call(self_, min, out)
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2455)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2457)
 #[inline]
 pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_out::call(self_, min, out)
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2459)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2461)
 #[inline]
 pub fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max::call(self_, max)
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2464)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2466)
 #[inline]
 pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor::call(self_, max)
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2469)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2471)
 #[inline]
 pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max_::call(self_, max)
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2474)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2476)
 #[inline]
 pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_::call(self_, max)
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2479)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2481)
 #[inline]
 pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_out::call(self_, max, out)
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2483)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2485)
 #[inline]
 pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_out::call(self_, max, out)
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2487)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2489)
 #[inline]
 pub fn relu6(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6::call(self_)
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2491)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2493)
 #[inline]
 pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6_::call(self_)
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2495)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2497)
 #[inline]
 pub fn celu(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu::call(self_, alpha)
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2499)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2501)
 #[inline]
 pub fn celu_(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu_::call(self_, alpha)
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2503)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2505)
 #[inline]
 pub fn threshold(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold::call(self_, threshold, value)
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2507)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2509)
 #[inline]
 pub fn threshold_(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold_::call(self_, threshold, value)
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2511)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2513)
 #[inline]
 pub fn threshold_out(self_: &Tensor, threshold: Scalar, value: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::threshold_out::call(self_, threshold, value, out)
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2515)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2517)
 #[inline]
 pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::glu::call(self_, dim)
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2519)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2521)
 #[inline]
 pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::prelu::call(self_, weight)
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2524)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2526)
 #[inline]
 pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log_sigmoid::call(self_)
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2528)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2530)
 #[inline]
 pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::log_sigmoid_forward::call(self_)
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2532)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2534)
 #[inline]
 pub fn fmax(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmax::call(self_, other)
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2538)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2540)
 #[inline]
 pub fn fmax_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmax_out::call(self_, other, out)
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2542)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2544)
 #[inline]
 pub fn fmin(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmin::call(self_, other)
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2548)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2550)
 #[inline]
 pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmin_out::call(self_, other, out)
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2554)
 #[inline]
 pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot::call(self_, other)
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2559)
 #[inline]
 pub fn hypot_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_::call(self_, other)
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2562)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2564)
 #[inline]
 pub fn hypot_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_out::call(self_, other, out)
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2568)
 #[inline]
 pub fn copysign(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor::call(self_, other)
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2573)
 #[inline]
 pub fn copysign_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor_::call(self_, other)
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2576)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2578)
 #[inline]
 pub fn copysign_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_out::call(self_, other, out)
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2580)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2582)
 #[inline]
 pub fn copysign_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar::call(self_, other)
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2585)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2587)
 #[inline]
 pub fn copysign_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar_::call(self_, other)
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2592)
 #[inline]
 pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide::call(self_, other)
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2597)
 #[inline]
 pub fn floor_divide_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_tensor_::call(self_, other)
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2600)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2602)
 #[inline]
 pub fn floor_divide_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_out::call(self_, other, out)
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2604)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2606)
 #[inline]
 pub fn floor_divide_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar::call(self_, other)
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2609)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2611)
 #[inline]
 pub fn floor_divide_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2616)
 #[inline]
 pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor::call(self_, other)
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2619)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2621)
 #[inline]
 pub fn bitwise_and_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar::call(self_, other)
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2624)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2626)
 #[inline]
 pub fn bitwise_and_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2630)
 #[inline]
 pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_::call(self_, other)
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2633)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2635)
 #[inline]
 pub fn bitwise_and_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2638)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2640)
 #[inline]
 pub fn bitwise_and_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2642)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2644)
 #[inline]
 pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor::call(self_, other)
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2647)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2649)
 #[inline]
 pub fn bitwise_or_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar::call(self_, other)
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2652)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2654)
 #[inline]
 pub fn bitwise_or_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2656)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2658)
 #[inline]
 pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_::call(self_, other)
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2661)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2663)
 #[inline]
 pub fn bitwise_or_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_::call(self_, other)
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2666)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2668)
 #[inline]
 pub fn bitwise_or_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2670)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
 #[inline]
 pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2675)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2677)
 #[inline]
 pub fn bitwise_xor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2680)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
 #[inline]
 pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2684)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2686)
 #[inline]
 pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_::call(self_, other)
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2689)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2691)
 #[inline]
 pub fn bitwise_xor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_::call(self_, other)
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2694)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2696)
 #[inline]
 pub fn bitwise_xor_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2698)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2700)
 #[inline]
 pub fn bitwise_left_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2703)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2705)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2708)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2710)
 #[inline]
 pub fn bitwise_left_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2712)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2714)
 #[inline]
 pub fn bitwise_left_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2717)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2719)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2722)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2724)
 #[inline]
 pub fn bitwise_left_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2726)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2728)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2730)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2732)
 #[inline]
 pub fn bitwise_right_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2735)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2737)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2740)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2742)
 #[inline]
 pub fn bitwise_right_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2744)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2746)
 #[inline]
 pub fn bitwise_right_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2749)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2751)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2754)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2756)
 #[inline]
 pub fn bitwise_right_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2758)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2760)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2762)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2764)
 #[inline]
 pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_or::call(self_, other)
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2767)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2769)
 #[inline]
 pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_xor::call(self_, other)
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2772)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2774)
 #[inline]
 pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean::call(self_, unbiased)
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2776)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2778)
 #[inline]
 pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2780)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2782)
 #[inline]
 pub fn var_mean_correction(
     self_: &Tensor,
@@ -4324,19 +4324,19 @@ pub fn var_mean_correction(
     crate::handles::var_mean_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2784)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2786)
 #[inline]
 pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean::call(self_, unbiased)
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2788)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2790)
 #[inline]
 pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2792)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2794)
 #[inline]
 pub fn std_mean_correction(
     self_: &Tensor,
@@ -4347,175 +4347,175 @@ pub fn std_mean_correction(
     crate::handles::std_mean_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2797)
+/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2799)
 #[inline]
 pub fn atleast_1d(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atleast_1d::call(self_)
 }
 
-/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2801)
+/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2803)
 #[inline]
 pub fn atleast_2d(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atleast_2d::call(self_)
 }
 
-/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2805)
+/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2807)
 #[inline]
 pub fn atleast_3d(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atleast_3d::call(self_)
 }
 
-/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2809)
+/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2811)
 #[inline]
 pub fn atleast_1d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::atleast_1d_sequence::call(tensors)
 }
 
-/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2813)
+/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2815)
 #[inline]
 pub fn atleast_2d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::atleast_2d_sequence::call(tensors)
 }
 
-/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2817)
+/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2819)
 #[inline]
 pub fn atleast_3d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::atleast_3d_sequence::call(tensors)
 }
 
-/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2821)
+/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2823)
 #[inline]
 pub fn mt(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mt::call(self_)
 }
 
-/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2825)
+/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2827)
 #[inline]
 pub fn mh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mh::call(self_)
 }
 
-/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2829)
+/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2831)
 #[inline]
 pub fn matrix_h(self_: &Tensor) -> Result<Tensor> {
     crate::handles::matrix_h::call(self_)
 }
 
-/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2833)
+/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2835)
 #[inline]
 pub fn numpy_t(self_: &Tensor) -> Result<Tensor> {
     crate::handles::numpy_t::call(self_)
 }
 
-/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2837)
+/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2839)
 #[inline]
 pub fn ravel(self_: &Tensor) -> Result<Tensor> {
     crate::handles::ravel::call(self_)
 }
 
-/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2841)
+/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2843)
 #[inline]
 pub fn flipud(self_: &Tensor) -> Result<Tensor> {
     crate::handles::flipud::call(self_)
 }
 
-/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2845)
+/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2847)
 #[inline]
 pub fn fliplr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::fliplr::call(self_)
 }
 
-/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2849)
+/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2851)
 #[inline]
 pub fn hstack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::hstack::call(tensors)
 }
 
-/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2853)
+/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2855)
 #[inline]
 pub fn vstack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::vstack::call(tensors)
 }
 
-/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2857)
+/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2859)
 #[inline]
 pub fn dstack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::dstack::call(tensors)
 }
 
-/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2861)
+/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2863)
 #[inline]
 pub fn column_stack(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::column_stack::call(tensors)
 }
 
-/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2865)
+/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2867)
 #[inline]
 pub fn positive(self_: &Tensor) -> Result<Tensor> {
     crate::handles::positive::call(self_)
 }
 
-/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2869)
+/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2871)
 #[inline]
 pub fn resolve_neg(self_: &Tensor) -> Result<Tensor> {
     crate::handles::resolve_neg::call(self_)
 }
 
-/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2873)
+/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2875)
 #[inline]
 pub fn resolve_conj(self_: &Tensor) -> Result<Tensor> {
     crate::handles::resolve_conj::call(self_)
 }
 
-/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2877)
+/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2879)
 #[inline]
 pub fn conj_physical(self_: &Tensor) -> Result<Tensor> {
     crate::handles::conj_physical::call(self_)
 }
 
-/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2881)
+/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2883)
 #[inline]
 pub fn real(self_: &Tensor) -> Result<Tensor> {
     crate::handles::real::call(self_)
 }
 
-/// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2886)
+/// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2888)
 #[inline]
 pub fn imag(self_: &Tensor) -> Result<Tensor> {
     crate::handles::imag::call(self_)
 }
 
-/// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2891)
+/// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2893)
 #[inline]
 pub fn conj(self_: &Tensor) -> Result<Tensor> {
     crate::handles::conj::call(self_)
 }
 
-/// `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2897)
+/// `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2899)
 #[inline]
 pub fn view_as_real(self_: &Tensor) -> Result<Tensor> {
     crate::handles::view_as_real::call(self_)
 }
 
-/// `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2901)
+/// `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2903)
 #[inline]
 pub fn view_as_complex(self_: &Tensor) -> Result<Tensor> {
     crate::handles::view_as_complex::call(self_)
 }
 
-/// `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2905)
+/// `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2907)
 #[inline]
 pub fn complex(real: &Tensor, imag: &Tensor) -> Result<Tensor> {
     crate::handles::complex::call(real, imag)
 }
 
-/// `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2909)
+/// `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2911)
 #[inline]
 pub fn polar(abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
     crate::handles::polar::call(abs, angle)
 }
 
-/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2914)
+/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2916)
 #[inline]
 pub fn stft(
     self_: &Tensor,
@@ -4541,7 +4541,7 @@ pub fn stft(
     )
 }
 
-/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2919)
+/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2921)
 #[inline]
 pub fn stft_center(
     self_: &Tensor,
@@ -4571,7 +4571,7 @@ pub fn stft_center(
     )
 }
 
-/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2924)
+/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2926)
 #[inline]
 pub fn istft(
     self_: &Tensor,
@@ -4599,199 +4599,199 @@ pub fn istft(
     )
 }
 
-/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2929)
+/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2931)
 #[inline]
 pub fn _fft_c2c(self_: &Tensor, dim: &[i64], normalization: i64, forward: bool) -> Result<Tensor> {
     crate::handles::_fft_c2c::call(self_, dim, normalization, forward)
 }
 
-/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2933)
+/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2935)
 #[inline]
 pub fn _fft_r2c(self_: &Tensor, dim: &[i64], normalization: i64, onesided: bool) -> Result<Tensor> {
     crate::handles::_fft_r2c::call(self_, dim, normalization, onesided)
 }
 
-/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2937)
+/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2939)
 #[inline]
 pub fn _fft_c2r(self_: &Tensor, dim: &[i64], normalization: i64, last_dim_size: i64) -> Result<Tensor> {
     crate::handles::_fft_c2r::call(self_, dim, normalization, last_dim_size)
 }
 
-/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2941)
+/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2943)
 #[inline]
 pub fn fft_fft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fft::call(self_, n, dim, norm)
 }
 
-/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2945)
+/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2947)
 #[inline]
 pub fn fft_ifft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifft::call(self_, n, dim, norm)
 }
 
-/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2949)
+/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2951)
 #[inline]
 pub fn fft_rfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfft::call(self_, n, dim, norm)
 }
 
-/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2953)
+/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2955)
 #[inline]
 pub fn fft_ihfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfft::call(self_, n, dim, norm)
 }
 
-/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2957)
+/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2959)
 #[inline]
 pub fn fft_fft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fft2::call(self_, s, dim, norm)
 }
 
-/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2961)
+/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2963)
 #[inline]
 pub fn fft_ifft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifft2::call(self_, s, dim, norm)
 }
 
-/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2965)
+/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2967)
 #[inline]
 pub fn fft_rfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2969)
+/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2971)
 #[inline]
 pub fn fft_ihfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2973)
+/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2975)
 #[inline]
 pub fn fft_fftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fftn::call(self_, s, dim, norm)
 }
 
-/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2977)
+/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2979)
 #[inline]
 pub fn fft_ifftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifftn::call(self_, s, dim, norm)
 }
 
-/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2981)
+/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2983)
 #[inline]
 pub fn fft_rfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2985)
+/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2987)
 #[inline]
 pub fn fft_ihfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfftn::call(self_, s, dim, norm)
 }
 
-/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2989)
+/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2991)
 #[inline]
 pub fn isreal(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isreal::call(self_)
 }
 
-/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2993)
+/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2995)
 #[inline]
 pub fn broadcast_tensors(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::broadcast_tensors::call(tensors)
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2997)
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2999)
 #[inline]
 pub fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::view_copy::call(self_, size)
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3001)
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3003)
 #[inline]
 pub fn unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::unsqueeze_copy::call(self_, dim)
 }
 
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:3005)
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:3007)
 #[inline]
 pub fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     crate::handles::unfold_copy::call(self_, dimension, size, step)
 }
 
-/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3009)
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3011)
 #[inline]
 pub fn unbind_copy(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unbind_copy_int::call(self_, dim)
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:3013)
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:3015)
 #[inline]
 pub fn transpose_copy(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     crate::handles::transpose_copy_int::call(self_, dim0, dim1)
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:3017)
+/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:3019)
 #[inline]
 pub fn permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::permute_copy::call(self_, dims)
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:3021)
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:3023)
 #[inline]
 pub fn expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
     crate::handles::expand_copy::call(self_, size, implicit)
 }
 
-/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3025)
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3027)
 #[inline]
 pub fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diagonal_copy::call(self_, offset, dim1, dim2)
 }
 
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3029)
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3031)
 #[inline]
 pub fn as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
     crate::handles::as_strided_copy::call(self_, size, stride, storage_offset)
 }
 
-/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3033)
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3035)
 #[inline]
 pub fn split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_with_sizes_copy::call(self_, split_sizes, dim)
 }
 
-/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3037)
+/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3039)
 #[inline]
 pub fn t_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::t_copy::call(self_)
 }
 
-/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3041)
+/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3043)
 #[inline]
 pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::alias_copy::call(self_)
 }
 
-/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3045)
+/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:3047)
 #[inline]
 pub fn squeeze_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::squeeze_copy::call(self_)
 }
 
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3049)
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3051)
 #[inline]
 pub fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::squeeze_copy_dim::call(self_, dim)
 }
 
-/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3053)
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:3055)
 #[inline]
 pub fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     crate::handles::narrow_copy::call(self_, dim, start, length)
 }
 
-/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3057)
+/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3059)
 #[inline]
 pub fn new_zeros(
     self_: &Tensor,
@@ -4804,7 +4804,7 @@ pub fn new_zeros(
     crate::handles::new_zeros::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3061)
+/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3063)
 #[inline]
 pub fn new_ones(
     self_: &Tensor,
@@ -4817,7 +4817,7 @@ pub fn new_ones(
     crate::handles::new_ones::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3065)
+/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3067)
 #[inline]
 pub fn new_empty(
     self_: &Tensor,
@@ -4830,7 +4830,7 @@ pub fn new_empty(
     crate::handles::new_empty::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3069)
+/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3071)
 #[inline]
 pub fn new_full(
     self_: &Tensor,
@@ -4844,7 +4844,7 @@ pub fn new_full(
     crate::handles::new_full::call(self_, size, fill_value, dtype, layout, device, pin_memory)
 }
 
-/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3073)
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3075)
 #[inline]
 pub fn new_empty_strided(
     self_: &Tensor,
@@ -4858,7 +4858,7 @@ pub fn new_empty_strided(
     crate::handles::new_empty_strided::call(self_, size, stride, dtype, layout, device, pin_memory)
 }
 
-/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3077)
+/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3079)
 #[inline]
 pub fn empty_permuted(
     size: &[i64],
@@ -4871,7 +4871,7 @@ pub fn empty_permuted(
     crate::handles::empty_permuted::call(size, physical_layout, dtype, layout, device, pin_memory)
 }
 
-/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3081)
+/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3083)
 #[inline]
 pub fn scalar_tensor(
     s: Scalar,
@@ -4883,277 +4883,277 @@ pub fn scalar_tensor(
     crate::handles::scalar_tensor::call(s, dtype, layout, device, pin_memory)
 }
 
-/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3085)
+/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3087)
 #[inline]
 pub fn min_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::min_other::call(self_, other)
 }
 
-/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3089)
+/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3091)
 #[inline]
 pub fn max_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::max_other::call(self_, other)
 }
 
-/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3093)
+/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3095)
 #[inline]
 pub fn rad2deg(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rad2deg::call(self_)
 }
 
-/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3097)
+/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3099)
 #[inline]
 pub fn deg2rad(self_: &Tensor) -> Result<Tensor> {
     crate::handles::deg2rad::call(self_)
 }
 
-/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3101)
+/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3103)
 #[inline]
 pub fn signbit(self_: &Tensor) -> Result<Tensor> {
     crate::handles::signbit::call(self_)
 }
 
-/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3105)
+/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3107)
 #[inline]
 pub fn logaddexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logaddexp::call(self_, other)
 }
 
-/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3109)
+/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3111)
 #[inline]
 pub fn logaddexp2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logaddexp2::call(self_, other)
 }
 
-/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3113)
+/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3115)
 #[inline]
 pub fn sinc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinc::call(self_)
 }
 
-/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3117)
+/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3119)
 #[inline]
 pub fn xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::xlogy_tensor::call(self_, other)
 }
 
-/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3121)
+/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3123)
 #[inline]
 pub fn xlogy_scalar_self(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::xlogy_scalar_self::call(self_, other)
 }
 
-/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3125)
+/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3127)
 #[inline]
 pub fn xlogy_scalar_other(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::xlogy_scalar_other::call(self_, other)
 }
 
-/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3129)
+/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3131)
 #[inline]
 pub fn special_xlog1py(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_xlog1py::call(self_, other)
 }
 
-/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3133)
+/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3135)
 #[inline]
 pub fn special_xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_xlogy::call(self_, other)
 }
 
-/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3137)
+/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3139)
 #[inline]
 pub fn heaviside(self_: &Tensor, values: &Tensor) -> Result<Tensor> {
     crate::handles::heaviside::call(self_, values)
 }
 
-/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3141)
+/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3143)
 #[inline]
 pub fn float_power(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::float_power_tensor_tensor::call(self_, exponent)
 }
 
-/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3145)
+/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3147)
 #[inline]
 pub fn float_power_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     crate::handles::float_power_tensor_scalar::call(self_, exponent)
 }
 
-/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3149)
+/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3151)
 #[inline]
 pub fn float_power_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::float_power_scalar::call(self_, exponent)
 }
 
-/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3153)
+/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3155)
 #[inline]
 pub fn ldexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::ldexp_tensor::call(self_, other)
 }
 
-/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3157)
+/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3159)
 #[inline]
 pub fn isclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
     crate::handles::isclose::call(self_, other, rtol, atol, equal_nan)
 }
 
-/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3161)
+/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3163)
 #[inline]
 pub fn hardshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
     crate::handles::hardshrink::call(self_, lambd)
 }
 
-/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3165)
+/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3167)
 #[inline]
 pub fn softshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
     crate::handles::softshrink::call(self_, lambd)
 }
 
-/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3169)
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3171)
 #[inline]
 pub fn prod_op(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::prod::call(self_, dtype)
 }
 
-/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3173)
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3175)
 #[inline]
 pub fn var_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
     crate::handles::var_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3177)
+/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3179)
 #[inline]
 pub fn var_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
     crate::handles::var::call(self_, unbiased)
 }
 
-/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3181)
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3183)
 #[inline]
 pub fn std_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
     crate::handles::std_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3185)
+/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3187)
 #[inline]
 pub fn std_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
     crate::handles::std::call(self_, unbiased)
 }
 
-/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3189)
+/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3191)
 #[inline]
 pub fn nansum(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::nansum::call(self_, dim, keepdim, dtype)
 }
 
-/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3193)
+/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3195)
 #[inline]
 pub fn nanmean(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::nanmean::call(self_, dim, keepdim, dtype)
 }
 
-/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3197)
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3199)
 #[inline]
 pub fn aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::aminmax::call(self_, dim, keepdim)
 }
 
-/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3201)
+/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3203)
 #[inline]
 pub fn logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::logcumsumexp::call(self_, dim)
 }
 
-/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3205)
+/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3207)
 #[inline]
 pub fn trace(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trace::call(self_)
 }
 
-/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3209)
+/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3211)
 #[inline]
 pub fn sum_to_size(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::sum_to_size::call(self_, size)
 }
 
-/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3213)
+/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3215)
 #[inline]
 pub fn inner(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::inner::call(self_, other)
 }
 
-/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3217)
+/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3219)
 #[inline]
 pub fn addmv(self_: &Tensor, mat: &Tensor, vec: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addmv::call(self_, mat, vec, beta, alpha)
 }
 
-/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3221)
+/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3223)
 #[inline]
 pub fn addr(self_: &Tensor, vec1: &Tensor, vec2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addr::call(self_, vec1, vec2, beta, alpha)
 }
 
-/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3225)
+/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3227)
 #[inline]
 pub fn linalg_cross(self_: &Tensor, other: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::linalg_cross::call(self_, other, dim)
 }
 
-/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3229)
+/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3231)
 #[inline]
 pub fn cross(self_: &Tensor, other: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::cross::call(self_, other, dim)
 }
 
-/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3233)
+/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3235)
 #[inline]
 pub fn kron(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::kron::call(self_, other)
 }
 
-/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3237)
+/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3239)
 #[inline]
 pub fn dist(self_: &Tensor, other: &Tensor, p: Scalar) -> Result<Tensor> {
     crate::handles::dist::call(self_, other, p)
 }
 
-/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3241)
+/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3243)
 #[inline]
 pub fn pairwise_distance(x1: &Tensor, x2: &Tensor, p: f64, eps: f64, keepdim: bool) -> Result<Tensor> {
     crate::handles::pairwise_distance::call(x1, x2, p, eps, keepdim)
 }
 
-/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3245)
+/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3247)
 #[inline]
 pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
     crate::handles::cosine_similarity::call(x1, x2, dim, eps)
 }
 
-/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3249)
+/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3251)
 #[inline]
 pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Result<Tensor> {
     crate::handles::cdist::call(x1, x2, p, compute_mode)
 }
 
-/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3253)
+/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3255)
 #[inline]
 pub fn pdist(self_: &Tensor, p: f64) -> Result<Tensor> {
     crate::handles::pdist::call(self_, p)
 }
 
-/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3257)
+/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3259)
 #[inline]
 pub fn soft_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::soft_margin_loss::call(self_, target, reduction)
 }
 
-/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3261)
+/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3263)
 #[inline]
 pub fn hinge_embedding_loss(self_: &Tensor, target: &Tensor, margin: f64, reduction: i64) -> Result<Tensor> {
     crate::handles::hinge_embedding_loss::call(self_, target, margin, reduction)
 }
 
-/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3265)
+/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3267)
 #[inline]
 pub fn poisson_nll_loss(
     input: &Tensor,
@@ -5166,19 +5166,19 @@ pub fn poisson_nll_loss(
     crate::handles::poisson_nll_loss::call(input, target, log_input, full, eps, reduction)
 }
 
-/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3269)
+/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3271)
 #[inline]
 pub fn rms_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::rms_norm::call(input, normalized_shape, weight, eps)
 }
 
-/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3273)
+/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3275)
 #[inline]
 pub fn channel_shuffle(self_: &Tensor, groups: i64) -> Result<Tensor> {
     crate::handles::channel_shuffle::call(self_, groups)
 }
 
-/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3277)
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3279)
 #[inline]
 pub fn linalg_vector_norm(
     self_: &Tensor,
@@ -5190,91 +5190,91 @@ pub fn linalg_vector_norm(
     crate::handles::linalg_vector_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3281)
+/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3283)
 #[inline]
 pub fn linalg_diagonal(a_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::linalg_diagonal::call(a_, offset, dim1, dim2)
 }
 
-/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3285)
+/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3287)
 #[inline]
 pub fn diagflat(self_: &Tensor, offset: i64) -> Result<Tensor> {
     crate::handles::diagflat::call(self_, offset)
 }
 
-/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3289)
+/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3291)
 #[inline]
 pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::block_diag::call(tensors)
 }
 
-/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3293)
+/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3295)
 #[inline]
 pub fn cartesian_prod(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::cartesian_prod::call(tensors)
 }
 
-/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3297)
+/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3299)
 #[inline]
 pub fn combinations(self_: &Tensor, r_: i64, with_replacement: bool) -> Result<Tensor> {
     crate::handles::combinations::call(self_, r_, with_replacement)
 }
 
-/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3301)
+/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3303)
 #[inline]
 pub fn diff(self_: &Tensor, n: i64, dim: i64, prepend: Option<&Tensor>, append: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::diff::call(self_, n, dim, prepend, append)
 }
 
-/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3305)
+/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3307)
 #[inline]
 pub fn trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::trapezoid_x::call(y, x, dim)
 }
 
-/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3309)
+/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3311)
 #[inline]
 pub fn trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
     crate::handles::trapezoid_dx::call(y, dx, dim)
 }
 
-/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3313)
+/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3315)
 #[inline]
 pub fn trapz(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::trapz_x::call(y, x, dim)
 }
 
-/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3317)
+/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3319)
 #[inline]
 pub fn trapz_dx(y: &Tensor, dx: f64, dim: i64) -> Result<Tensor> {
     crate::handles::trapz_dx::call(y, dx, dim)
 }
 
-/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3321)
+/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3323)
 #[inline]
 pub fn cumulative_trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::cumulative_trapezoid_x::call(y, x, dim)
 }
 
-/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3325)
+/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3327)
 #[inline]
 pub fn cumulative_trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
     crate::handles::cumulative_trapezoid_dx::call(y, dx, dim)
 }
 
-/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3329)
+/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3331)
 #[inline]
 pub fn tensor_split(self_: &Tensor, sections: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::tensor_split_sections::call(self_, sections, dim)
 }
 
-/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3333)
+/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3335)
 #[inline]
 pub fn tensor_split_indices(self_: &Tensor, indices: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::tensor_split_indices::call(self_, indices, dim)
 }
 
-/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3337)
+/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3339)
 #[inline]
 pub fn tensor_split_tensor_indices_or_sections(
     self_: &Tensor,
@@ -5284,85 +5284,85 @@ pub fn tensor_split_tensor_indices_or_sections(
     crate::handles::tensor_split_tensor_indices_or_sections::call(self_, tensor_indices_or_sections, dim)
 }
 
-/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3341)
+/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3343)
 #[inline]
 pub fn hsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_int::call(self_, sections)
 }
 
-/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3345)
+/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3347)
 #[inline]
 pub fn vsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_int::call(self_, sections)
 }
 
-/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3349)
+/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3351)
 #[inline]
 pub fn dsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_int::call(self_, sections)
 }
 
-/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3353)
+/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3355)
 #[inline]
 pub fn hsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_array::call(self_, indices)
 }
 
-/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3357)
+/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3359)
 #[inline]
 pub fn vsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_array::call(self_, indices)
 }
 
-/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3361)
+/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3363)
 #[inline]
 pub fn dsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_array::call(self_, indices)
 }
 
-/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3365)
+/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3367)
 #[inline]
 pub fn unsafe_split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unsafe_split_tensor::call(self_, split_size, dim)
 }
 
-/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3369)
+/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3371)
 #[inline]
 pub fn unsafe_chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unsafe_chunk::call(self_, chunks, dim)
 }
 
-/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3373)
+/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3375)
 #[inline]
 pub fn take_along_dim(self_: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::take_along_dim::call(self_, indices, dim)
 }
 
-/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3377)
+/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3379)
 #[inline]
 pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
     crate::handles::argwhere::call(self_)
 }
 
-/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3381)
+/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3383)
 #[inline]
 pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
     crate::handles::narrow_tensor::call(self_, dim, start, length)
 }
 
-/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3385)
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3387)
 #[inline]
 pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::masked_fill_tensor::call(self_, mask, value)
 }
 
-/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3389)
+/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:3391)
 #[inline]
 pub fn masked_fill_tensor_(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::masked_fill_tensor_::call(self_, mask, value)
 }
 
-/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3394)
+/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3396)
 #[inline]
 pub fn logspace(
     start: Scalar,
@@ -5377,229 +5377,229 @@ pub fn logspace(
     crate::handles::logspace::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3400)
+/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3402)
 #[inline]
 pub fn lgamma(self_: &Tensor) -> Result<Tensor> {
     crate::handles::lgamma::call(self_)
 }
 
-/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3404)
+/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3406)
 #[inline]
 pub fn digamma(self_: &Tensor) -> Result<Tensor> {
     crate::handles::digamma::call(self_)
 }
 
-/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3408)
+/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3410)
 #[inline]
 pub fn i0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::i0::call(self_)
 }
 
-/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3412)
+/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3414)
 #[inline]
 pub fn special_i0e(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i0e::call(self_)
 }
 
-/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3416)
+/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3418)
 #[inline]
 pub fn special_i1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i1::call(self_)
 }
 
-/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3420)
+/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3422)
 #[inline]
 pub fn special_i1e(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i1e::call(self_)
 }
 
-/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3424)
+/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3426)
 #[inline]
 pub fn special_erfcx(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_erfcx::call(self_)
 }
 
-/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3428)
+/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3430)
 #[inline]
 pub fn special_ndtr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_ndtr::call(self_)
 }
 
-/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3432)
+/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3434)
 #[inline]
 pub fn special_ndtri(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_ndtri::call(self_)
 }
 
-/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3436)
+/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3438)
 #[inline]
 pub fn special_log_ndtr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_log_ndtr::call(self_)
 }
 
-/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3440)
+/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3442)
 #[inline]
 pub fn special_entr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_entr::call(self_)
 }
 
-/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3444)
+/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3446)
 #[inline]
 pub fn special_bessel_j0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j0::call(self_)
 }
 
-/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3448)
+/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3450)
 #[inline]
 pub fn special_bessel_j1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j1::call(self_)
 }
 
-/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3452)
+/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3454)
 #[inline]
 pub fn special_bessel_y0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y0::call(self_)
 }
 
-/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3456)
+/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3458)
 #[inline]
 pub fn special_bessel_y1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y1::call(self_)
 }
 
-/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3460)
+/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3462)
 #[inline]
 pub fn special_modified_bessel_i0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i0::call(self_)
 }
 
-/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3464)
+/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3466)
 #[inline]
 pub fn special_modified_bessel_i1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i1::call(self_)
 }
 
-/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3468)
+/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3470)
 #[inline]
 pub fn special_modified_bessel_k0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k0::call(self_)
 }
 
-/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3472)
+/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3474)
 #[inline]
 pub fn special_modified_bessel_k1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k1::call(self_)
 }
 
-/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3476)
+/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3478)
 #[inline]
 pub fn special_scaled_modified_bessel_k0(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k0::call(x)
 }
 
-/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3480)
+/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3482)
 #[inline]
 pub fn special_scaled_modified_bessel_k1(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k1::call(x)
 }
 
-/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3484)
+/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3486)
 #[inline]
 pub fn special_spherical_bessel_j0(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_spherical_bessel_j0::call(x)
 }
 
-/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3488)
+/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3490)
 #[inline]
 pub fn polygamma(n: i64, self_: &Tensor) -> Result<Tensor> {
     crate::handles::polygamma::call(n, self_)
 }
 
-/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3492)
+/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3494)
 #[inline]
 pub fn special_zeta(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_zeta::call(self_, other)
 }
 
-/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3496)
+/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3498)
 #[inline]
 pub fn special_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_t::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3500)
+/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3502)
 #[inline]
 pub fn special_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_u::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3504)
+/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3506)
 #[inline]
 pub fn special_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_v::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3508)
+/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3510)
 #[inline]
 pub fn special_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_w::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3512)
+/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3514)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_t::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3516)
+/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3518)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_u::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3520)
+/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3522)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_v::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3524)
+/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3526)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_w::call(x, n)
 }
 
-/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3528)
+/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3530)
 #[inline]
 pub fn special_hermite_polynomial_h(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_h::call(x, n)
 }
 
-/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3532)
+/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3534)
 #[inline]
 pub fn special_hermite_polynomial_he(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_he::call(x, n)
 }
 
-/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3536)
+/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3538)
 #[inline]
 pub fn special_laguerre_polynomial_l(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_laguerre_polynomial_l::call(x, n)
 }
 
-/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3540)
+/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3542)
 #[inline]
 pub fn special_legendre_polynomial_p(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_legendre_polynomial_p::call(x, n)
 }
 
-/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3544)
+/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3546)
 #[inline]
 pub fn mvlgamma(self_: &Tensor, p: i64) -> Result<Tensor> {
     crate::handles::mvlgamma::call(self_, p)
 }
 
-/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3550)
+/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3552)
 #[inline]
 pub fn _convolution(
     input: &Tensor,
@@ -5633,7 +5633,7 @@ pub fn _convolution(
     )
 }
 
-/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3554)
+/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3556)
 #[inline]
 pub fn _convolution_mode(
     input: &Tensor,
@@ -5647,7 +5647,7 @@ pub fn _convolution_mode(
     crate::handles::_convolution_mode::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3558)
+/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3560)
 #[inline]
 pub fn upsample_linear1d(
     input: &Tensor,
@@ -5658,7 +5658,7 @@ pub fn upsample_linear1d(
     crate::handles::upsample_linear1d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3562)
+/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3564)
 #[inline]
 pub fn upsample_linear1d_op(
     self_: &Tensor,
@@ -5669,31 +5669,31 @@ pub fn upsample_linear1d_op(
     crate::handles::upsample_linear1d::call(self_, output_size, align_corners, scales)
 }
 
-/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3566)
+/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3568)
 #[inline]
 pub fn lerp_tensor(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::lerp_tensor::call(self_, end, weight)
 }
 
-/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3570)
+/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3572)
 #[inline]
 pub fn angle(self_: &Tensor) -> Result<Tensor> {
     crate::handles::angle::call(self_)
 }
 
-/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3574)
+/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3576)
 #[inline]
 pub fn isin(elements: &Tensor, test_elements: &Tensor, assume_unique: bool, invert: bool) -> Result<Tensor> {
     crate::handles::isin_tensor_tensor::call(elements, test_elements, assume_unique, invert)
 }
 
-/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3578)
+/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3580)
 #[inline]
 pub fn bucketize(self_: &Tensor, boundaries: &Tensor, out_int32: bool, right: bool) -> Result<Tensor> {
     crate::handles::bucketize_tensor::call(self_, boundaries, out_int32, right)
 }
 
-/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3582)
+/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3584)
 #[inline]
 pub fn searchsorted(
     sorted_sequence: &Tensor,
@@ -5706,55 +5706,55 @@ pub fn searchsorted(
     crate::handles::searchsorted_tensor::call(sorted_sequence, self_, out_int32, right, side, sorter)
 }
 
-/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3586)
+/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3588)
 #[inline]
 pub fn msort(self_: &Tensor) -> Result<Tensor> {
     crate::handles::msort::call(self_)
 }
 
-/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3590)
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3592)
 #[inline]
 pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     crate::handles::any_dims::call(self_, dim, keepdim)
 }
 
-/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3594)
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3596)
 #[inline]
 pub fn all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     crate::handles::all_dims::call(self_, dim, keepdim)
 }
 
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3598)
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3600)
 #[inline]
 pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     crate::handles::select_scatter::call(self_, src, dim, index)
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3602)
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3604)
 #[inline]
 pub fn diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diagonal_scatter::call(self_, src, offset, dim1, dim2)
 }
 
-/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3606)
+/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3608)
 #[inline]
 pub fn put(self_: &Tensor, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::put::call(self_, index, source, accumulate)
 }
 
-/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3610)
+/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3612)
 #[inline]
 pub fn nonzero_static(self_: &Tensor, size: i64, fill_value: i64) -> Result<Tensor> {
     crate::handles::nonzero_static::call(self_, size, fill_value)
 }
 
-/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3614)
+/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3616)
 #[inline]
 pub fn _safe_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_safe_softmax::call(self_, dim, dtype)
 }
 
-/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3618)
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3620)
 #[inline]
 pub fn _softmax_backward_data(
     grad_output: &Tensor,
@@ -5765,49 +5765,49 @@ pub fn _softmax_backward_data(
     crate::handles::_softmax_backward_data::call(grad_output, output, dim, input_dtype)
 }
 
-/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3622)
+/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3624)
 #[inline]
 pub fn native_dropout_backward(grad_output: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
     crate::handles::native_dropout_backward::call(grad_output, mask, scale)
 }
 
-/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3626)
+/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3628)
 #[inline]
 pub fn bilinear(input1: &Tensor, input2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::bilinear::call(input1, input2, weight, bias)
 }
 
-/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3630)
+/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3632)
 #[inline]
 pub fn cov(self_: &Tensor, correction: i64, fweights: Option<&Tensor>, aweights: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::cov::call(self_, correction, fweights, aweights)
 }
 
-/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3634)
+/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3636)
 #[inline]
 pub fn corrcoef(self_: &Tensor) -> Result<Tensor> {
     crate::handles::corrcoef::call(self_)
 }
 
-/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3638)
+/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3640)
 #[inline]
 pub fn renorm(self_: &Tensor, p: Scalar, dim: i64, maxnorm: Scalar) -> Result<Tensor> {
     crate::handles::renorm::call(self_, p, dim, maxnorm)
 }
 
-/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3642)
+/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3644)
 #[inline]
 pub fn bincount(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
     crate::handles::bincount::call(self_, weights, minlength)
 }
 
-/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3646)
+/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3648)
 #[inline]
 pub fn histc(self_: &Tensor, bins: i64, min: Scalar, max: Scalar) -> Result<Tensor> {
     crate::handles::histc::call(self_, bins, min, max)
 }
 
-/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3650)
+/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3652)
 #[inline]
 pub fn triu_indices(
     row: i64,
@@ -5821,7 +5821,7 @@ pub fn triu_indices(
     crate::handles::triu_indices::call(row, col, offset, dtype, layout, device, pin_memory)
 }
 
-/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3654)
+/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3656)
 #[inline]
 pub fn tril_indices(
     row: i64,
@@ -5835,7 +5835,7 @@ pub fn tril_indices(
     crate::handles::tril_indices::call(row, col, offset, dtype, layout, device, pin_memory)
 }
 
-/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3658)
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3660)
 #[inline]
 pub fn _native_batch_norm_legit(
     input: &Tensor,
@@ -5859,7 +5859,7 @@ pub fn _native_batch_norm_legit(
     )
 }
 
-/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (aten/native_functions.yaml:3662)
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (aten/native_functions.yaml:3664)
 #[inline]
 pub fn _native_batch_norm_legit_functional(
     input: &Tensor,
@@ -5883,7 +5883,7 @@ pub fn _native_batch_norm_legit_functional(
     )
 }
 
-/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3666)
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3668)
 #[inline]
 pub fn _native_batch_norm_legit_no_stats(
     input: &Tensor,
@@ -5896,7 +5896,7 @@ pub fn _native_batch_norm_legit_no_stats(
     crate::handles::_native_batch_norm_legit_no_stats::call(input, weight, bias, training, momentum, eps)
 }
 
-/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3670)
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3672)
 #[inline]
 pub fn _batch_norm_with_update(
     input: &Tensor,
@@ -5910,61 +5910,61 @@ pub fn _batch_norm_with_update(
     crate::handles::_batch_norm_with_update::call(input, weight, bias, running_mean, running_var, momentum, eps)
 }
 
-/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3676)
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3678)
 #[inline]
 pub fn fft_fftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_fftshift::call(self_, dim)
 }
 
-/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3680)
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3682)
 #[inline]
 pub fn fft_ifftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_ifftshift::call(self_, dim)
 }
 
-/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3684)
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3686)
 #[inline]
 pub fn linalg_vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::linalg_vecdot::call(x, y, dim)
 }
 
-/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3688)
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3690)
 #[inline]
 pub fn linalg_vander(x: &Tensor, n: Option<i64>) -> Result<Tensor> {
     crate::handles::linalg_vander::call(x, n)
 }
 
-/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3692)
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3694)
 #[inline]
 pub fn linalg_multi_dot(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::linalg_multi_dot::call(tensors)
 }
 
-/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3696)
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3698)
 #[inline]
 pub fn linalg_matrix_power(self_: &Tensor, n: i64) -> Result<Tensor> {
     crate::handles::linalg_matrix_power::call(self_, n)
 }
 
-/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3700)
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3702)
 #[inline]
 pub fn quantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3704)
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3706)
 #[inline]
 pub fn quantile_scalar(self_: &Tensor, q: f64, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3708)
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3710)
 #[inline]
 pub fn nanquantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::nanquantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3712)
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3714)
 #[inline]
 pub fn nanquantile_scalar(
     self_: &Tensor,
@@ -5976,25 +5976,25 @@ pub fn nanquantile_scalar(
     crate::handles::nanquantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3716)
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3718)
 #[inline]
 pub fn nanmedian(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nanmedian::call(self_)
 }
 
-/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3720)
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3722)
 #[inline]
 pub fn nanmedian_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::nanmedian_dim::call(self_, dim, keepdim)
 }
 
-/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3724)
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3726)
 #[inline]
 pub fn mode(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::mode::call(self_, dim, keepdim)
 }
 
-/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3728)
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3730)
 #[inline]
 pub fn scatter_reduce_two(
     self_: &Tensor,
@@ -6007,7 +6007,7 @@ pub fn scatter_reduce_two(
     crate::handles::scatter_reduce_two::call(self_, dim, index, src, reduce, include_self)
 }
 
-/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3732)
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3734)
 #[inline]
 pub fn index_reduce(
     self_: &Tensor,
@@ -6020,13 +6020,13 @@ pub fn index_reduce(
     crate::handles::index_reduce::call(self_, dim, index, source, reduce, include_self)
 }
 
-/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3738)
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3740)
 #[inline]
 pub fn max_unpool2d(self_: &Tensor, indices: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::max_unpool2d::call(self_, indices, output_size)
 }
 
-/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3742)
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3744)
 #[inline]
 pub fn max_unpool3d(
     self_: &Tensor,
@@ -6038,37 +6038,37 @@ pub fn max_unpool3d(
     crate::handles::max_unpool3d::call(self_, indices, output_size, stride, padding)
 }
 
-/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3746)
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3748)
 #[inline]
 pub fn upsample_nearest1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::upsample_nearest1d::call(self_, output_size, scales)
 }
 
-/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3750)
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3752)
 #[inline]
 pub fn gcd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::gcd::call(self_, other)
 }
 
-/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3754)
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3756)
 #[inline]
 pub fn lcm(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::lcm::call(self_, other)
 }
 
-/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3761)
+/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3763)
 #[inline]
 pub fn linalg_lu_factor_ex(a_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu_factor_ex::call(a_, pivot, check_errors)
 }
 
-/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3765)
+/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3767)
 #[inline]
 pub fn linalg_lu_solve(lu: &Tensor, pivots: &Tensor, b: &Tensor, left: bool, adjoint: bool) -> Result<Tensor> {
     crate::handles::linalg_lu_solve::call(lu, pivots, b, left, adjoint)
 }
 
-/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3769)
+/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3771)
 #[inline]
 pub fn linalg_solve_triangular(
     self_: &Tensor,
@@ -6080,31 +6080,31 @@ pub fn linalg_solve_triangular(
     crate::handles::linalg_solve_triangular::call(self_, b, upper, left, unitriangular)
 }
 
-/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3773)
+/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3775)
 #[inline]
 pub fn linalg_cholesky_ex(self_: &Tensor, upper: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_cholesky_ex::call(self_, upper, check_errors)
 }
 
-/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3777)
+/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3779)
 #[inline]
 pub fn geqrf(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::geqrf::call(self_)
 }
 
-/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3781)
+/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3783)
 #[inline]
 pub fn linalg_qr(a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_qr::call(a_, mode)
 }
 
-/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3785)
+/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3787)
 #[inline]
 pub fn linalg_eigh(self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_eigh::call(self_, uplo)
 }
 
-/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3789)
+/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3791)
 #[inline]
 pub fn _linalg_svd(
     a_: &Tensor,
@@ -6115,25 +6115,25 @@ pub fn _linalg_svd(
     crate::handles::_linalg_svd::call(a_, full_matrices, compute_uv, driver)
 }
 
-/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3793)
+/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3795)
 #[inline]
 pub fn linalg_lu_factor(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_lu_factor::call(a_, pivot)
 }
 
-/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3797)
+/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3799)
 #[inline]
 pub fn _lu_with_info(self_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::_lu_with_info::call(self_, pivot, check_errors)
 }
 
-/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3801)
+/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3803)
 #[inline]
 pub fn linalg_lu(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu::call(a_, pivot)
 }
 
-/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3805)
+/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3807)
 #[inline]
 pub fn lu_unpack(
     lu_data: &Tensor,
@@ -6144,91 +6144,91 @@ pub fn lu_unpack(
     crate::handles::lu_unpack::call(lu_data, lu_pivots, unpack_data, unpack_pivots)
 }
 
-/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3809)
+/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3811)
 #[inline]
 pub fn lu_solve(self_: &Tensor, lu_data: &Tensor, lu_pivots: &Tensor) -> Result<Tensor> {
     crate::handles::lu_solve::call(self_, lu_data, lu_pivots)
 }
 
-/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3813)
+/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3815)
 #[inline]
 pub fn linalg_solve_ex(a_: &Tensor, b: &Tensor, left: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_solve_ex::call(a_, b, left, check_errors)
 }
 
-/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3817)
+/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3819)
 #[inline]
 pub fn linalg_solve(a_: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
     crate::handles::linalg_solve::call(a_, b, left)
 }
 
-/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3821)
+/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3823)
 #[inline]
 pub fn linalg_inv_ex(a_: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_inv_ex::call(a_, check_errors)
 }
 
-/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3825)
+/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3827)
 #[inline]
 pub fn linalg_inv(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_inv::call(a_)
 }
 
-/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3829)
+/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3831)
 #[inline]
 pub fn inverse(self_: &Tensor) -> Result<Tensor> {
     crate::handles::inverse::call(self_)
 }
 
-/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3833)
+/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3835)
 #[inline]
 pub fn linalg_det(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_det::call(a_)
 }
 
-/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3837)
+/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3839)
 #[inline]
 pub fn det(self_: &Tensor) -> Result<Tensor> {
     crate::handles::det::call(self_)
 }
 
-/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3841)
+/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3843)
 #[inline]
 pub fn linalg_slogdet(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_slogdet::call(a_)
 }
 
-/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3845)
+/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3847)
 #[inline]
 pub fn slogdet(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::slogdet::call(self_)
 }
 
-/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3849)
+/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3851)
 #[inline]
 pub fn logdet(self_: &Tensor) -> Result<Tensor> {
     crate::handles::logdet::call(self_)
 }
 
-/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3853)
+/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3855)
 #[inline]
 pub fn linalg_cholesky(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::linalg_cholesky::call(self_, upper)
 }
 
-/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3857)
+/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3859)
 #[inline]
 pub fn cholesky_solve(self_: &Tensor, input2: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_solve::call(self_, input2, upper)
 }
 
-/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3861)
+/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3863)
 #[inline]
 pub fn cholesky_inverse(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_inverse::call(self_, upper)
 }
 
-/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3865)
+/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3867)
 #[inline]
 pub fn triangular_solve(
     self_: &Tensor,
@@ -6240,55 +6240,55 @@ pub fn triangular_solve(
     crate::handles::triangular_solve::call(self_, a_, upper, transpose, unitriangular)
 }
 
-/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3869)
+/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3871)
 #[inline]
 pub fn linalg_householder_product(input: &Tensor, tau: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_householder_product::call(input, tau)
 }
 
-/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3873)
+/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3875)
 #[inline]
 pub fn orgqr(self_: &Tensor, input2: &Tensor) -> Result<Tensor> {
     crate::handles::orgqr::call(self_, input2)
 }
 
-/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3877)
+/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3879)
 #[inline]
 pub fn ormqr(self_: &Tensor, input2: &Tensor, input3: &Tensor, left: bool, transpose: bool) -> Result<Tensor> {
     crate::handles::ormqr::call(self_, input2, input3, left, transpose)
 }
 
-/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3881)
+/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3883)
 #[inline]
 pub fn linalg_svd(a_: &Tensor, full_matrices: bool, driver: Option<&str>) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_svd::call(a_, full_matrices, driver)
 }
 
-/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3885)
+/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3887)
 #[inline]
 pub fn svd(self_: &Tensor, some: bool, compute_uv: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::svd::call(self_, some, compute_uv)
 }
 
-/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3889)
+/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3891)
 #[inline]
 pub fn linalg_svdvals(a_: &Tensor, driver: Option<&str>) -> Result<Tensor> {
     crate::handles::linalg_svdvals::call(a_, driver)
 }
 
-/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3893)
+/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3895)
 #[inline]
 pub fn linalg_eigvalsh(self_: &Tensor, uplo: &str) -> Result<Tensor> {
     crate::handles::linalg_eigvalsh::call(self_, uplo)
 }
 
-/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3897)
+/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3899)
 #[inline]
 pub fn linalg_pinv(self_: &Tensor, rcond: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv::call(self_, rcond, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3901)
+/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3903)
 #[inline]
 pub fn linalg_pinv_atol_rtol_float(
     self_: &Tensor,
@@ -6299,7 +6299,7 @@ pub fn linalg_pinv_atol_rtol_float(
     crate::handles::linalg_pinv_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3905)
+/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3907)
 #[inline]
 pub fn linalg_pinv_atol_rtol_tensor(
     self_: &Tensor,
@@ -6310,31 +6310,31 @@ pub fn linalg_pinv_atol_rtol_tensor(
     crate::handles::linalg_pinv_atol_rtol_tensor::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3909)
+/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3911)
 #[inline]
 pub fn linalg_pinv_rcond_tensor(self_: &Tensor, rcond: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv_rcond_tensor::call(self_, rcond, hermitian)
 }
 
-/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3913)
+/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3915)
 #[inline]
 pub fn pinverse(self_: &Tensor, rcond: f64) -> Result<Tensor> {
     crate::handles::pinverse::call(self_, rcond)
 }
 
-/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3917)
+/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3919)
 #[inline]
 pub fn linalg_matrix_rank(self_: &Tensor, tol: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank::call(self_, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3921)
+/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3923)
 #[inline]
 pub fn linalg_matrix_rank_tol_tensor(input: &Tensor, tol: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank_tol_tensor::call(input, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3925)
+/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3927)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_tensor(
     input: &Tensor,
@@ -6345,7 +6345,7 @@ pub fn linalg_matrix_rank_atol_rtol_tensor(
     crate::handles::linalg_matrix_rank_atol_rtol_tensor::call(input, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3929)
+/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3931)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_float(
     self_: &Tensor,
@@ -6356,7 +6356,7 @@ pub fn linalg_matrix_rank_atol_rtol_float(
     crate::handles::linalg_matrix_rank_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3933)
+/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3935)
 #[inline]
 pub fn linalg_matrix_norm(
     self_: &Tensor,
@@ -6368,7 +6368,7 @@ pub fn linalg_matrix_norm(
     crate::handles::linalg_matrix_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3937)
+/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3939)
 #[inline]
 pub fn linalg_matrix_norm_str_ord(
     self_: &Tensor,
@@ -6380,7 +6380,7 @@ pub fn linalg_matrix_norm_str_ord(
     crate::handles::linalg_matrix_norm_str_ord::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3941)
+/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3943)
 #[inline]
 pub fn linalg_norm(
     self_: &Tensor,
@@ -6392,7 +6392,7 @@ pub fn linalg_norm(
     crate::handles::linalg_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3945)
+/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3947)
 #[inline]
 pub fn linalg_norm_ord_str(
     self_: &Tensor,
@@ -6404,43 +6404,43 @@ pub fn linalg_norm_ord_str(
     crate::handles::linalg_norm_ord_str::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3949)
+/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3951)
 #[inline]
 pub fn linalg_cond(self_: &Tensor, p: Option<Scalar>) -> Result<Tensor> {
     crate::handles::linalg_cond::call(self_, p)
 }
 
-/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3953)
+/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3955)
 #[inline]
 pub fn linalg_cond_p_str(self_: &Tensor, p: &str) -> Result<Tensor> {
     crate::handles::linalg_cond_p_str::call(self_, p)
 }
 
-/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3957)
+/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3959)
 #[inline]
 pub fn linalg_tensorinv(self_: &Tensor, ind: i64) -> Result<Tensor> {
     crate::handles::linalg_tensorinv::call(self_, ind)
 }
 
-/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3961)
+/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3963)
 #[inline]
 pub fn linalg_tensorsolve(self_: &Tensor, other: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::linalg_tensorsolve::call(self_, other, dims)
 }
 
-/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3965)
+/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3967)
 #[inline]
 pub fn linalg_matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_exp::call(self_)
 }
 
-/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3969)
+/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3971)
 #[inline]
 pub fn matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::matrix_exp::call(self_)
 }
 
-/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3973)
+/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3975)
 #[inline]
 pub fn linalg_lstsq(
     self_: &Tensor,
@@ -6451,25 +6451,25 @@ pub fn linalg_lstsq(
     crate::handles::linalg_lstsq::call(self_, b, rcond, driver)
 }
 
-/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3979)
+/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3981)
 #[inline]
 pub fn cauchy_(self_: &Tensor, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::cauchy_::call(self_, median, sigma, generator)
 }
 
-/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3984)
+/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3986)
 #[inline]
 pub fn geometric_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::geometric_::call(self_, p, generator)
 }
 
-/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3989)
+/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3991)
 #[inline]
 pub fn log_normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::log_normal_::call(self_, mean, std, generator)
 }
 
-/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3994)
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3996)
 #[inline]
 pub fn randint_like(
     self_: &Tensor,
@@ -6483,7 +6483,7 @@ pub fn randint_like(
     crate::handles::randint_like::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3998)
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:4000)
 #[inline]
 pub fn randint_like_tensor(
     self_: &Tensor,
@@ -6497,7 +6497,7 @@ pub fn randint_like_tensor(
     crate::handles::randint_like_tensor::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:4002)
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:4004)
 #[inline]
 pub fn randint_like_low_dtype(
     self_: &Tensor,
@@ -6512,7 +6512,7 @@ pub fn randint_like_low_dtype(
     crate::handles::randint_like_low_dtype::call(self_, low, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:4006)
+/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:4008)
 #[inline]
 pub fn rrelu(
     self_: &Tensor,
@@ -6524,49 +6524,49 @@ pub fn rrelu(
     crate::handles::rrelu::call(self_, lower, upper, training, generator)
 }
 
-/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4012)
+/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4014)
 #[inline]
 pub fn nextafter(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::nextafter::call(self_, other)
 }
 
-/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:4017)
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:4019)
 #[inline]
 pub fn frexp(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::frexp_tensor::call(self_)
 }
 
-/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4022)
+/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4024)
 #[inline]
 pub fn igamma(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igamma::call(self_, other)
 }
 
-/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4027)
+/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:4029)
 #[inline]
 pub fn igammac(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igammac::call(self_, other)
 }
 
-/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:4034)
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:4036)
 #[inline]
 pub fn item(self_: &Tensor) -> Result<Scalar> {
     crate::handles::item::call(self_)
 }
 
-/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4039)
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:4041)
 #[inline]
 pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
     crate::handles::equal::call(self_, other)
 }
 
-/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4044)
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:4046)
 #[inline]
 pub fn allclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
     crate::handles::allclose::call(self_, other, rtol, atol, equal_nan)
 }
 
-/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4049)
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4051)
 #[inline]
 pub fn linspace_tensor_tensor(
     start: &Tensor,
@@ -6580,7 +6580,7 @@ pub fn linspace_tensor_tensor(
     crate::handles::linspace_tensor_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4053)
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4055)
 #[inline]
 pub fn logspace_tensor_tensor(
     start: &Tensor,
@@ -6595,7 +6595,7 @@ pub fn logspace_tensor_tensor(
     crate::handles::logspace_tensor_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4057)
+/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4059)
 #[inline]
 pub fn rnn_tanh(
     input: &Tensor,
@@ -6621,7 +6621,7 @@ pub fn rnn_tanh(
     )
 }
 
-/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4061)
+/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4063)
 #[inline]
 pub fn rnn_relu(
     input: &Tensor,
@@ -6647,7 +6647,7 @@ pub fn rnn_relu(
     )
 }
 
-/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4065)
+/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:4067)
 #[inline]
 pub fn gru(
     input: &Tensor,
@@ -6673,7 +6673,7 @@ pub fn gru(
     )
 }
 
-/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4069)
+/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4071)
 #[inline]
 pub fn lstm(
     input: &Tensor,
@@ -6699,7 +6699,7 @@ pub fn lstm(
     )
 }
 
-/// `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4073)
+/// `rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4075)
 #[inline]
 pub fn rnn_tanh_cell(
     input: &Tensor,
@@ -6712,7 +6712,7 @@ pub fn rnn_tanh_cell(
     crate::handles::rnn_tanh_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
 }
 
-/// `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4077)
+/// `rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4079)
 #[inline]
 pub fn rnn_relu_cell(
     input: &Tensor,
@@ -6725,7 +6725,7 @@ pub fn rnn_relu_cell(
     crate::handles::rnn_relu_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
 }
 
-/// `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4081)
+/// `gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor` (aten/native_functions.yaml:4083)
 #[inline]
 pub fn gru_cell(
     input: &Tensor,
@@ -6738,7 +6738,7 @@ pub fn gru_cell(
     crate::handles::gru_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
 }
 
-/// `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4085)
+/// `lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:4087)
 #[inline]
 pub fn lstm_cell(
     input: &Tensor,
@@ -6751,13 +6751,13 @@ pub fn lstm_cell(
     crate::handles::lstm_cell::call(input, hx, w_ih, w_hh, b_ih, b_hh)
 }
 
-/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4089)
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:4091)
 #[inline]
 pub fn _chunk_cat(tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
     crate::handles::_chunk_cat::call(tensors, dim, num_chunks)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4093)
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:4095)
 #[inline]
 pub fn as_strided_scatter(
     self_: &Tensor,
@@ -6769,19 +6769,19 @@ pub fn as_strided_scatter(
     crate::handles::as_strided_scatter::call(self_, src, size, stride, storage_offset)
 }
 
-/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4097)
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:4099)
 #[inline]
 pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
-/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4101)
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:4103)
 #[inline]
 pub fn _unsafe_masked_index(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], fill: Scalar) -> Result<Tensor> {
     crate::handles::_unsafe_masked_index::call(self_, mask, indices, fill)
 }
 
-/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4105)
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:4107)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate(
     self_: &Tensor,
@@ -6792,7 +6792,7 @@ pub fn _unsafe_masked_index_put_accumulate(
     crate::handles::_unsafe_masked_index_put_accumulate::call(self_, mask, indices, values)
 }
 
-/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4109)
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4111)
 #[inline]
 pub fn im2col(
     self_: &Tensor,
@@ -6804,7 +6804,7 @@ pub fn im2col(
     crate::handles::im2col::call(self_, kernel_size, dilation, padding, stride)
 }
 
-/// `col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4113)
+/// `col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:4115)
 #[inline]
 pub fn col2im(
     self_: &Tensor,
@@ -6817,19 +6817,19 @@ pub fn col2im(
     crate::handles::col2im::call(self_, output_size, kernel_size, dilation, padding, stride)
 }
 
-/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4117)
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4119)
 #[inline]
 pub fn linalg_matrix_sqrth(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
-/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4121)
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4123)
 #[inline]
 pub fn linalg_polar(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
-/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4125)
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4127)
 #[inline]
 pub fn multi_margin_loss(
     self_: &Tensor,
@@ -6842,13 +6842,13 @@ pub fn multi_margin_loss(
     crate::handles::multi_margin_loss::call(self_, target, p, margin, weight, reduction)
 }
 
-/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4129)
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4131)
 #[inline]
 pub fn multilabel_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::multilabel_margin_loss::call(self_, target, reduction)
 }
 
-/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4133)
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4135)
 #[inline]
 pub fn unique_consecutive(
     self_: &Tensor,
@@ -6859,7 +6859,7 @@ pub fn unique_consecutive(
     crate::handles::unique_consecutive::call(self_, return_inverse, return_counts, dim)
 }
 
-/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4139)
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4141)
 #[inline]
 pub fn _upsample_nearest_exact1d(
     input: &Tensor,
@@ -6869,7 +6869,7 @@ pub fn _upsample_nearest_exact1d(
     crate::handles::_upsample_nearest_exact1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4143)
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4145)
 #[inline]
 pub fn _upsample_nearest_exact2d(
     input: &Tensor,
@@ -6879,7 +6879,7 @@ pub fn _upsample_nearest_exact2d(
     crate::handles::_upsample_nearest_exact2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4147)
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4149)
 #[inline]
 pub fn _upsample_nearest_exact3d(
     input: &Tensor,
@@ -6889,13 +6889,13 @@ pub fn _upsample_nearest_exact3d(
     crate::handles::_upsample_nearest_exact3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4151)
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4153)
 #[inline]
 pub fn _upsample_nearest_exact1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::_upsample_nearest_exact1d::call(self_, output_size, scales)
 }
 
-/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4155)
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4157)
 #[inline]
 pub fn _upsample_nearest_exact2d_op(
     self_: &Tensor,
@@ -6906,7 +6906,7 @@ pub fn _upsample_nearest_exact2d_op(
     crate::handles::_upsample_nearest_exact2d::call(self_, output_size, scales_h, scales_w)
 }
 
-/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4159)
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4161)
 #[inline]
 pub fn _upsample_nearest_exact3d_op(
     self_: &Tensor,
@@ -6918,43 +6918,43 @@ pub fn _upsample_nearest_exact3d_op(
     crate::handles::_upsample_nearest_exact3d::call(self_, output_size, scales_d, scales_h, scales_w)
 }
 
-/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4165)
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4167)
 #[inline]
 pub fn fft_irfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft::call(self_, n, dim, norm)
 }
 
-/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4169)
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4171)
 #[inline]
 pub fn fft_irfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4173)
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4175)
 #[inline]
 pub fn fft_irfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4177)
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4179)
 #[inline]
 pub fn fft_hfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft::call(self_, n, dim, norm)
 }
 
-/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4181)
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4183)
 #[inline]
 pub fn fft_hfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4185)
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4187)
 #[inline]
 pub fn fft_hfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfftn::call(self_, s, dim, norm)
 }
 
-/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4189)
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4191)
 #[inline]
 pub fn linspace_tensor_scalar(
     start: &Tensor,
@@ -6968,7 +6968,7 @@ pub fn linspace_tensor_scalar(
     crate::handles::linspace_tensor_scalar::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4193)
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4195)
 #[inline]
 pub fn linspace_scalar_tensor(
     start: Scalar,
@@ -6982,7 +6982,7 @@ pub fn linspace_scalar_tensor(
     crate::handles::linspace_scalar_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4197)
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4199)
 #[inline]
 pub fn logspace_tensor_scalar(
     start: &Tensor,
@@ -6997,7 +6997,7 @@ pub fn logspace_tensor_scalar(
     crate::handles::logspace_tensor_scalar::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4201)
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4203)
 #[inline]
 pub fn logspace_scalar_tensor(
     start: Scalar,
@@ -7012,13 +7012,13 @@ pub fn logspace_scalar_tensor(
     crate::handles::logspace_scalar_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4205)
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4207)
 #[inline]
 pub fn gradient(self_: &Tensor, spacing: Option<Scalar>, dim: Option<i64>, edge_order: i64) -> Result<Vec<Tensor>> {
     crate::handles::gradient_scalarint::call(self_, spacing, dim, edge_order)
 }
 
-/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4209)
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4211)
 #[inline]
 pub fn histogram(
     self_: &Tensor,
@@ -7030,7 +7030,7 @@ pub fn histogram(
     crate::handles::histogram_bin_ct::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4213)
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4215)
 #[inline]
 pub fn histogramdd(
     self_: &Tensor,
@@ -7042,7 +7042,7 @@ pub fn histogramdd(
     crate::handles::histogramdd::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4217)
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4219)
 #[inline]
 pub fn histogramdd_int_bins(
     self_: &Tensor,
@@ -7054,7 +7054,7 @@ pub fn histogramdd_int_bins(
     crate::handles::histogramdd_int_bins::call(self_, bins, range, weight, density)
 }
 
-/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4221)
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4223)
 #[inline]
 pub fn histogram_bins_tensor(
     self_: &Tensor,
@@ -7065,7 +7065,7 @@ pub fn histogram_bins_tensor(
     crate::handles::histogram_bins_tensor::call(self_, bins, weight, density)
 }
 
-/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4225)
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4227)
 #[inline]
 pub fn histogramdd_tensorlist_bins(
     self_: &Tensor,
@@ -7077,7 +7077,7 @@ pub fn histogramdd_tensorlist_bins(
     crate::handles::histogramdd_tensorlist_bins::call(self_, bins, range, weight, density)
 }
 
-/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4231)
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4233)
 #[inline]
 pub fn upsample_trilinear3d(
     input: &Tensor,
@@ -7088,7 +7088,7 @@ pub fn upsample_trilinear3d(
     crate::handles::upsample_trilinear3d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4235)
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4237)
 #[inline]
 pub fn upsample_bicubic2d(
     input: &Tensor,
@@ -7099,7 +7099,7 @@ pub fn upsample_bicubic2d(
     crate::handles::upsample_bicubic2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4239)
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4241)
 #[inline]
 pub fn upsample_trilinear3d_op(
     self_: &Tensor,
@@ -7112,7 +7112,7 @@ pub fn upsample_trilinear3d_op(
     crate::handles::upsample_trilinear3d::call(self_, output_size, align_corners, scales_d, scales_h, scales_w)
 }
 
-/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4243)
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4245)
 #[inline]
 pub fn upsample_bicubic2d_op(
     self_: &Tensor,
@@ -7124,7 +7124,7 @@ pub fn upsample_bicubic2d_op(
     crate::handles::upsample_bicubic2d::call(self_, output_size, align_corners, scales_h, scales_w)
 }
 
-/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4247)
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4249)
 #[inline]
 pub fn segment_reduce(
     data: &Tensor,
@@ -7139,7 +7139,7 @@ pub fn segment_reduce(
     crate::handles::segment_reduce::call(data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
 }
 
-/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4253)
+/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size, Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4255)
 #[inline]
 pub fn _sparse_coo_tensor_with_dims_and_tensors(
     sparse_dim: i64,
@@ -7167,7 +7167,7 @@ pub fn _sparse_coo_tensor_with_dims_and_tensors(
     )
 }
 
-/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4257)
+/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4259)
 #[inline]
 pub fn sparse_coo_tensor(
     indices: &Tensor,
@@ -7191,7 +7191,7 @@ pub fn sparse_coo_tensor(
     )
 }
 
-/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4261)
+/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool? is_coalesced=None) -> Tensor` (aten/native_functions.yaml:4263)
 #[inline]
 pub fn sparse_coo_tensor_indices(
     indices: &Tensor,
@@ -7205,7 +7205,7 @@ pub fn sparse_coo_tensor_indices(
     crate::handles::sparse_coo_tensor_indices::call(indices, values, dtype, layout, device, pin_memory, is_coalesced)
 }
 
-/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4265)
+/// `sparse_coo_tensor.size(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4267)
 #[inline]
 pub fn sparse_coo_tensor_size(
     size: &[i64],
@@ -7217,97 +7217,97 @@ pub fn sparse_coo_tensor_size(
     crate::handles::sparse_coo_tensor_size::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4269)
+/// `_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4271)
 #[inline]
 pub fn _indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_indices::call(self_)
 }
 
-/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4274)
+/// `_values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4276)
 #[inline]
 pub fn _values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_values::call(self_)
 }
 
-/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4279)
+/// `indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4281)
 #[inline]
 pub fn indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::indices::call(self_)
 }
 
-/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4284)
+/// `values(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4286)
 #[inline]
 pub fn values(self_: &Tensor) -> Result<Tensor> {
     crate::handles::values::call(self_)
 }
 
-/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4290)
+/// `_nnz(Tensor self) -> int` (aten/native_functions.yaml:4292)
 #[inline]
 pub fn _nnz(self_: &Tensor) -> Result<i64> {
     crate::handles::_nnz::call(self_)
 }
 
-/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4296)
+/// `sparse_dim(Tensor self) -> int` (aten/native_functions.yaml:4298)
 #[inline]
 pub fn sparse_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::sparse_dim::call(self_)
 }
 
-/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4301)
+/// `dense_dim(Tensor self) -> int` (aten/native_functions.yaml:4303)
 #[inline]
 pub fn dense_dim(self_: &Tensor) -> Result<i64> {
     crate::handles::dense_dim::call(self_)
 }
 
-/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4306)
+/// `is_coalesced(Tensor self) -> bool` (aten/native_functions.yaml:4308)
 #[inline]
 pub fn is_coalesced(self_: &Tensor) -> Result<bool> {
     crate::handles::is_coalesced::call(self_)
 }
 
-/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4311)
+/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)` (aten/native_functions.yaml:4313)
 #[inline]
 pub fn _coalesced_(self_: &Tensor, coalesced: bool) -> Result<Tensor> {
     crate::handles::_coalesced_::call(self_, coalesced)
 }
 
-/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4316)
+/// `coalesce(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4318)
 #[inline]
 pub fn coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::coalesce::call(self_)
 }
 
-/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4321)
+/// `_coalesce(Tensor self) -> Tensor` (aten/native_functions.yaml:4323)
 #[inline]
 pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_coalesce::call(self_)
 }
 
-/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4325)
+/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4327)
 #[inline]
 pub fn to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4330)
+/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4332)
 #[inline]
 pub fn _to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::_to_dense::call(self_, dtype, masked_grad)
 }
 
-/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4336)
+/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor` (aten/native_functions.yaml:4338)
 #[inline]
 pub fn to_dense_backward(grad: &Tensor, input: &Tensor, masked_grad: Option<bool>) -> Result<Tensor> {
     crate::handles::to_dense_backward::call(grad, input, masked_grad)
 }
 
-/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4340)
+/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4342)
 #[inline]
 pub fn to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4345)
+/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4347)
 #[inline]
 pub fn to_sparse_op(
     self_: &Tensor,
@@ -7318,73 +7318,73 @@ pub fn to_sparse_op(
     crate::handles::to_sparse::call(self_, layout, blocksize, dense_dim)
 }
 
-/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4350)
+/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor` (aten/native_functions.yaml:4352)
 #[inline]
 pub fn _to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
     crate::handles::_to_sparse_sparse_dim::call(self_, sparse_dim)
 }
 
-/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4357)
+/// `sparse_mask(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:4359)
 #[inline]
 pub fn sparse_mask(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::sparse_mask::call(self_, mask)
 }
 
-/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4362)
+/// `_sparse_sum(Tensor self) -> Tensor` (aten/native_functions.yaml:4364)
 #[inline]
 pub fn _sparse_sum(self_: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_sum::call(self_)
 }
 
-/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4366)
+/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor` (aten/native_functions.yaml:4368)
 #[inline]
 pub fn _sparse_sum_dim(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_dim::call(self_, dim)
 }
 
-/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4370)
+/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:4372)
 #[inline]
 pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::_sparse_sum_backward::call(grad, self_, dim)
 }
 
-/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4374)
+/// `_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4376)
 #[inline]
 pub fn _sparse_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::_sparse_addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4378)
+/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (aten/native_functions.yaml:4380)
 #[inline]
 pub fn _sparse_mm(sparse: &Tensor, dense: &Tensor) -> Result<Tensor> {
     crate::handles::_sparse_mm::call(sparse, dense)
 }
 
-/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4382)
+/// `hspmm(Tensor mat1, Tensor mat2) -> Tensor` (aten/native_functions.yaml:4384)
 #[inline]
 pub fn hspmm(mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::hspmm::call(mat1, mat2)
 }
 
-/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4386)
+/// `sspaddmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:4388)
 #[inline]
 pub fn sspaddmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::sspaddmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4391)
+/// `_sparse_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4393)
 #[inline]
 pub fn _sparse_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4395)
+/// `_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4397)
 #[inline]
 pub fn _sparse_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4399)
+/// `_sparse_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4401)
 #[inline]
 pub fn _sparse_softmax_backward_data(
     grad_output: &Tensor,
@@ -7395,19 +7395,19 @@ pub fn _sparse_softmax_backward_data(
     crate::handles::_sparse_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4403)
+/// `_sparse_log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:4405)
 #[inline]
 pub fn _sparse_log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4407)
+/// `_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (aten/native_functions.yaml:4409)
 #[inline]
 pub fn _sparse_log_softmax_op(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     crate::handles::_sparse_log_softmax::call(self_, dim, half_to_float)
 }
 
-/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4411)
+/// `_sparse_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, Tensor self) -> Tensor` (aten/native_functions.yaml:4413)
 #[inline]
 pub fn _sparse_log_softmax_backward_data(
     grad_output: &Tensor,
@@ -7418,7 +7418,7 @@ pub fn _sparse_log_softmax_backward_data(
     crate::handles::_sparse_log_softmax_backward_data::call(grad_output, output, dim, self_)
 }
 
-/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4415)
+/// `embedding_sparse_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (aten/native_functions.yaml:4417)
 #[inline]
 pub fn embedding_sparse_backward(
     grad: &Tensor,
@@ -7430,7 +7430,7 @@ pub fn embedding_sparse_backward(
     crate::handles::embedding_sparse_backward::call(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
 }
 
-/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4419)
+/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor values, int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4421)
 #[inline]
 pub fn sparse_csr_tensor(
     crow_indices: &Tensor,
@@ -7454,7 +7454,7 @@ pub fn sparse_csr_tensor(
     )
 }
 
-/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4423)
+/// `sparse_csr_tensor.crow_col_value(Tensor crow_indices, Tensor col_indices, Tensor values, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False) -> Tensor` (aten/native_functions.yaml:4425)
 #[inline]
 pub fn sparse_csr_tensor_crow_col_value(
     crow_indices: &Tensor,
@@ -7476,91 +7476,91 @@ pub fn sparse_csr_tensor_crow_col_value(
     )
 }
 
-/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4427)
+/// `crow_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4429)
 #[inline]
 pub fn crow_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::crow_indices::call(self_)
 }
 
-/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4432)
+/// `col_indices(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:4434)
 #[inline]
 pub fn col_indices(self_: &Tensor) -> Result<Tensor> {
     crate::handles::col_indices::call(self_)
 }
 
-/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4437)
+/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4439)
 #[inline]
 pub fn to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4442)
+/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` (aten/native_functions.yaml:4444)
 #[inline]
 pub fn _to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     crate::handles::_to_sparse_csr::call(self_, dense_dim)
 }
 
-/// `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4451)
+/// `_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4453)
 #[inline]
 pub fn _foreach_add(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_add_scalar::call(self_, scalar)
 }
 
-/// `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4456)
+/// `_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4458)
 #[inline]
 pub fn _foreach_add_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
     crate::handles::_foreach_add_scalar_::call(self_, scalar)
 }
 
-/// `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4461)
+/// `_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]` (aten/native_functions.yaml:4463)
 #[inline]
 pub fn _foreach_add_list(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_add_list::call(self_, other, alpha)
 }
 
-/// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4466)
+/// `_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()` (aten/native_functions.yaml:4468)
 #[inline]
 pub fn _foreach_add_list_(self_: &[Tensor], other: &[Tensor], alpha: Scalar) -> Result<()> {
     crate::handles::_foreach_add_list_::call(self_, other, alpha)
 }
 
-/// `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4471)
+/// `_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4473)
 #[inline]
 pub fn _foreach_mul(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_mul_scalar::call(self_, scalar)
 }
 
-/// `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4476)
+/// `_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4478)
 #[inline]
 pub fn _foreach_mul_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
     crate::handles::_foreach_mul_scalar_::call(self_, scalar)
 }
 
-/// `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4481)
+/// `_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4483)
 #[inline]
 pub fn _foreach_mul_list(self_: &[Tensor], other: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_mul_list::call(self_, other)
 }
 
-/// `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4486)
+/// `_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4488)
 #[inline]
 pub fn _foreach_mul_list_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_mul_list_::call(self_, other)
 }
 
-/// `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4491)
+/// `_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]` (aten/native_functions.yaml:4493)
 #[inline]
 pub fn _foreach_div(self_: &[Tensor], scalar: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_div_scalar::call(self_, scalar)
 }
 
-/// `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4496)
+/// `_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()` (aten/native_functions.yaml:4498)
 #[inline]
 pub fn _foreach_div_(self_: &[Tensor], scalar: Scalar) -> Result<()> {
     crate::handles::_foreach_div_scalar_::call(self_, scalar)
 }
 
-/// `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4501)
+/// `_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4503)
 #[inline]
 pub fn _foreach_addcmul(
     self_: &[Tensor],
@@ -7571,13 +7571,13 @@ pub fn _foreach_addcmul(
     crate::handles::_foreach_addcmul_scalar::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4506)
+/// `_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4508)
 #[inline]
 pub fn _foreach_addcmul_(self_: &[Tensor], tensor1: &[Tensor], tensor2: &[Tensor], value: Scalar) -> Result<()> {
     crate::handles::_foreach_addcmul_scalar_::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4511)
+/// `_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]` (aten/native_functions.yaml:4513)
 #[inline]
 pub fn _foreach_addcdiv(
     self_: &[Tensor],
@@ -7588,79 +7588,79 @@ pub fn _foreach_addcdiv(
     crate::handles::_foreach_addcdiv_scalar::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4516)
+/// `_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()` (aten/native_functions.yaml:4518)
 #[inline]
 pub fn _foreach_addcdiv_(self_: &[Tensor], tensor1: &[Tensor], tensor2: &[Tensor], value: Scalar) -> Result<()> {
     crate::handles::_foreach_addcdiv_scalar_::call(self_, tensor1, tensor2, value)
 }
 
-/// `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4521)
+/// `_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]` (aten/native_functions.yaml:4523)
 #[inline]
 pub fn _foreach_lerp(self_: &[Tensor], tensors1: &[Tensor], weight: Scalar) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_lerp_scalar::call(self_, tensors1, weight)
 }
 
-/// `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4526)
+/// `_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()` (aten/native_functions.yaml:4528)
 #[inline]
 pub fn _foreach_lerp_(self_: &[Tensor], tensors1: &[Tensor], weight: Scalar) -> Result<()> {
     crate::handles::_foreach_lerp_scalar_::call(self_, tensors1, weight)
 }
 
-/// `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4531)
+/// `_foreach_sqrt(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4533)
 #[inline]
 pub fn _foreach_sqrt(self_: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_sqrt::call(self_)
 }
 
-/// `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4536)
+/// `_foreach_sqrt_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4538)
 #[inline]
 pub fn _foreach_sqrt_(self_: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_sqrt_::call(self_)
 }
 
-/// `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4541)
+/// `_foreach_neg(Tensor[] self) -> Tensor[]` (aten/native_functions.yaml:4543)
 #[inline]
 pub fn _foreach_neg(self_: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_neg::call(self_)
 }
 
-/// `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4546)
+/// `_foreach_neg_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4548)
 #[inline]
 pub fn _foreach_neg_(self_: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_neg_::call(self_)
 }
 
-/// `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4551)
+/// `_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]` (aten/native_functions.yaml:4553)
 #[inline]
 pub fn _foreach_maximum(self_: &[Tensor], other: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_maximum_list::call(self_, other)
 }
 
-/// `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4556)
+/// `_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()` (aten/native_functions.yaml:4558)
 #[inline]
 pub fn _foreach_maximum_(self_: &[Tensor], other: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_maximum_list_::call(self_, other)
 }
 
-/// `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4561)
+/// `_foreach_zero_(Tensor(a!)[] self) -> ()` (aten/native_functions.yaml:4563)
 #[inline]
 pub fn _foreach_zero_(self_: &[Tensor]) -> Result<()> {
     crate::handles::_foreach_zero_::call(self_)
 }
 
-/// `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4566)
+/// `_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()` (aten/native_functions.yaml:4568)
 #[inline]
 pub fn _foreach_copy_(self_: &[Tensor], src: &[Tensor], non_blocking: bool) -> Result<()> {
     crate::handles::_foreach_copy_::call(self_, src, non_blocking)
 }
 
-/// `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4571)
+/// `_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]` (aten/native_functions.yaml:4573)
 #[inline]
 pub fn _foreach_norm(self_: &[Tensor], ord: Scalar, dtype: Option<ScalarType>) -> Result<Vec<Tensor>> {
     crate::handles::_foreach_norm_scalar::call(self_, ord, dtype)
 }
 
-/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4576)
+/// `_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()` (aten/native_functions.yaml:4578)
 #[inline]
 pub fn _amp_foreach_non_finite_check_and_unscale_(
     self_: &[Tensor],
@@ -7670,7 +7670,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_(
     crate::handles::_amp_foreach_non_finite_check_and_unscale_::call(self_, found_inf, inv_scale)
 }
 
-/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4581)
+/// `_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)` (aten/native_functions.yaml:4583)
 #[inline]
 pub fn _amp_update_scale_(
     self_: &Tensor,

@@ -1333,6 +1333,258 @@ pub fn ctc_loss_backward(
     tensor_from_f64(&out, log_probs.sizes(), log_probs.dtype())
 }
 
+// Note [CTC loss on devices]: the CUDA kernels of `_ctc_loss` and `_ctc_loss_backward` are the
+// same recursions written as tensor operations on the device, batched over the elements and the
+// places of the extended targets (`(B, S)`, `S = 2 * S_max + 1`), one step of the recursion per
+// time step: a place's new log-alpha is the log-sum-exp of the place, the one before and (where
+// the label differs from the one two before) the one two before, plus the log-probability of its
+// label, gathered once for all steps. Places past an element's extended target and steps past
+// its input length stay at -inf, as in the CPU kernel's arrays; the masks, labels and lengths
+// are built on the host from the checked problem and moved to the device once. The backward's
+// per-class sums over the places of a label are a `scatter_add` of `exp(alpha + beta - max)`.
+// Everything is in f64, as on the CPU; the results match the CPU kernel's to rounding.
+
+/// The host-built tensors of a CTC problem on `device` (Note [CTC loss on devices]).
+struct CtcDevice {
+    /// `(B, S)` int64: the label of each place (the blank past an element's extended target).
+    labels: Tensor,
+    /// `(B, S)` bool: places inside the element's extended target.
+    valid: Tensor,
+    /// `(B, S)` bool: places the recursion may reach from two places before.
+    skip: Tensor,
+    /// `(B, S)` bool: places the backward may reach from two places after.
+    skip_next: Tensor,
+    /// `(B, S)` bool: the first two places (where alpha starts), for elements with steps.
+    first: Tensor,
+    /// `(B, S)` bool: the last two places (where beta starts).
+    last: Tensor,
+    /// `(B, 1)` int64: the input lengths.
+    steps: Tensor,
+    width: usize,
+}
+
+impl CtcDevice {
+    fn new(p: &CtcProblem, device: c10::Device) -> Result<CtcDevice> {
+        let width = 2 * p.max_target + 1;
+        let n = p.b * width;
+        let (mut labels, mut valid, mut skip, mut skip_next, mut first, mut last) =
+            (vec![p.blank as i64; n], vec![false; n], vec![false; n], vec![false; n], vec![false; n], vec![false; n]);
+        for i in 0..p.b {
+            let len = 2 * p.target_lengths[i] + 1;
+            for s in 0..len {
+                let k = i * width + s;
+                labels[k] = p.label(i, s) as i64;
+                valid[k] = true;
+                skip[k] = p.can_skip(i, s);
+                skip_next[k] = s + 2 < len && p.can_skip(i, s + 2);
+                first[k] = s < 2 && p.input_lengths[i] > 0;
+                last[k] = s + 2 >= len;
+            }
+        }
+        let on = |t: Tensor| crate::ops::to_device(&t, device, t.dtype(), false, false, None);
+        let shape = [p.b as i64, width as i64];
+        let steps: Vec<i64> = p.input_lengths.iter().map(|&l| l as i64).collect();
+        Ok(CtcDevice {
+            labels: on(Tensor::from_vec(labels, &shape)?)?,
+            valid: on(Tensor::from_vec(valid, &shape)?)?,
+            skip: on(Tensor::from_vec(skip, &shape)?)?,
+            skip_next: on(Tensor::from_vec(skip_next, &shape)?)?,
+            first: on(Tensor::from_vec(first, &shape)?)?,
+            last: on(Tensor::from_vec(last, &shape)?)?,
+            steps: on(Tensor::from_vec(steps, &[p.b as i64, 1])?)?,
+            width,
+        })
+    }
+
+    /// `(T, B, S)`: the log-probability of each place's label at each step, in f64.
+    fn label_log_probs(&self, log_probs: &Tensor, p: &CtcProblem) -> Result<Tensor> {
+        let lp = crate::ops::to(log_probs, ScalarType::F64, false, false, None)?;
+        let idx = crate::ops::expand(
+            &crate::ops::unsqueeze(&self.labels, 0)?,
+            &[p.t as i64, p.b as i64, self.width as i64],
+            false,
+        )?;
+        crate::ops::gather(&lp, 2, &idx, false)
+    }
+}
+
+/// `-inf` of `like`'s shape, dtype and device.
+fn neg_inf_like(like: &Tensor) -> Result<Tensor> {
+    crate::ops::full_like(like, Scalar::Float(f64::NEG_INFINITY), None, None, None, None, None)
+}
+
+/// `log(exp(a) + exp(b) + exp(c))` elementwise, -inf where all three are.
+fn log_sum_exp3(a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
+    let m = crate::ops::maximum(&crate::ops::maximum(a, b)?, c)?;
+    let m = crate::ops::masked_fill(&m, &crate::ops::isneginf(&m)?, Scalar::Int(0))?;
+    let e = |x: &Tensor| crate::ops::exp(&crate::ops::sub(x, &m, Scalar::Int(1))?);
+    let sum = crate::ops::add(&crate::ops::add(&e(a)?, &e(b)?, Scalar::Int(1))?, &e(c)?, Scalar::Int(1))?;
+    crate::ops::add(&crate::ops::log(&sum)?, &m, Scalar::Int(1))
+}
+
+/// `x` moved `by` places along dim 1 (right for positive `by`), -inf filling the places left.
+fn shift_places(x: &Tensor, by: i64) -> Result<Tensor> {
+    let width = x.sizes()[1];
+    let fill = neg_inf_like(&crate::ops::narrow(x, 1, 0, by.abs().min(width))?)?;
+    if by.abs() >= width {
+        return neg_inf_like(x);
+    }
+    if by > 0 {
+        crate::ops::cat(&[fill, crate::ops::narrow(x, 1, 0, width - by)?], 1)
+    } else {
+        crate::ops::cat(&[crate::ops::narrow(x, 1, -by, width + by)?, fill], 1)
+    }
+}
+
+/// `_ctc_loss` on a device, in tensor operations (Note [CTC loss on devices]).
+pub fn ctc_loss_forward_tensors(
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &[i64],
+    target_lengths: &[i64],
+    blank: i64,
+    zero_infinity: bool,
+) -> Result<(Tensor, Tensor)> {
+    let p = ctc_problem("ctc_loss", log_probs, targets, input_lengths, target_lengths, blank)?;
+    let d = CtcDevice::new(&p, log_probs.device())?;
+    let dtype = log_probs.dtype();
+    if p.t == 0 || p.b == 0 {
+        // No steps: the CPU kernel's empty alphas, and its losses (0 for empty targets).
+        return ctc_loss_forward(
+            &crate::ops::to_device(log_probs, c10::Device::CPU, dtype, false, false, None)?,
+            &crate::ops::to_device(targets, c10::Device::CPU, targets.dtype(), false, false, None)?,
+            input_lengths,
+            target_lengths,
+            blank,
+            zero_infinity,
+        )
+        .and_then(|(nll, alpha)| {
+            let on = |t: &Tensor| crate::ops::to_device(t, log_probs.device(), dtype, false, false, None);
+            Ok((on(&nll)?, on(&alpha)?))
+        });
+    }
+    let lpe = d.label_log_probs(log_probs, &p)?;
+    let ninf = neg_inf_like(&crate::ops::select(&lpe, 0, 0)?)?;
+    let mut alpha = crate::ops::where_self(&d.first, &crate::ops::select(&lpe, 0, 0)?, &ninf)?;
+    let mut alphas = vec![alpha.clone()];
+    for t in 1..p.t {
+        let one = shift_places(&alpha, 1)?;
+        let two = crate::ops::where_self(&d.skip, &shift_places(&alpha, 2)?, &ninf)?;
+        let next = crate::ops::add(
+            &log_sum_exp3(&alpha, &one, &two)?,
+            &crate::ops::select(&lpe, 0, t as i64)?,
+            Scalar::Int(1),
+        )?;
+        let live = crate::ops::logical_and(&d.valid, &crate::ops::gt_scalar(&d.steps, Scalar::Int(t as i64))?)?;
+        alpha = crate::ops::where_self(&live, &next, &ninf)?;
+        alphas.push(alpha.clone());
+    }
+    let log_alpha = crate::ops::stack(&alphas, 1)?;
+    // The log-likelihood: the last two places of each element's extended target at its last step.
+    let width = d.width as i64;
+    let (mut end, mut before, mut two_ends, mut fixed, mut fixed_value) =
+        (vec![0i64; p.b], vec![0i64; p.b], vec![false; p.b], vec![false; p.b], vec![0f64; p.b]);
+    for i in 0..p.b {
+        let (tn, len) = (p.input_lengths[i] as i64, 2 * p.target_lengths[i] as i64 + 1);
+        if tn == 0 {
+            fixed[i] = true;
+            fixed_value[i] = if p.target_lengths[i] == 0 { 0.0 } else { f64::INFINITY };
+            continue;
+        }
+        end[i] = (tn - 1) * width + len - 1;
+        before[i] = (tn - 1) * width + (len - 2).max(0);
+        two_ends[i] = len > 1;
+    }
+    let dev = log_probs.device();
+    let on = |t: Tensor| crate::ops::to_device(&t, dev, t.dtype(), false, false, None);
+    let b = p.b as i64;
+    let flat = crate::ops::reshape(&log_alpha, &[b, -1])?;
+    let at =
+        |v: Vec<i64>| -> Result<Tensor> { crate::ops::gather(&flat, 1, &on(Tensor::from_vec(v, &[b, 1])?)?, false) };
+    let last = at(end)?;
+    let second =
+        crate::ops::where_self(&on(Tensor::from_vec(two_ends, &[b, 1])?)?, &at(before)?, &neg_inf_like(&last)?)?;
+    let ll = crate::ops::logaddexp(&last, &second)?;
+    let nll = crate::ops::reshape(&crate::ops::neg(&ll)?, &[b])?;
+    let nll =
+        crate::ops::where_self(&on(Tensor::from_vec(fixed, &[b])?)?, &on(Tensor::from_vec(fixed_value, &[b])?)?, &nll)?;
+    Ok((crate::ops::to(&nll, dtype, false, false, None)?, crate::ops::to(&log_alpha, dtype, false, false, None)?))
+}
+
+/// `_ctc_loss_backward` on a device, in tensor operations (Note [CTC loss on devices]).
+#[allow(clippy::too_many_arguments)]
+pub fn ctc_loss_backward_tensors(
+    grad: &Tensor,
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &[i64],
+    target_lengths: &[i64],
+    neg_log_likelihood: &Tensor,
+    log_alpha: &Tensor,
+    blank: i64,
+    zero_infinity: bool,
+) -> Result<Tensor> {
+    let op = "ctc_loss_backward";
+    let p = ctc_problem(op, log_probs, targets, input_lengths, target_lengths, blank)?;
+    let d = CtcDevice::new(&p, log_probs.device())?;
+    let (b, t_len, width) = (p.b as i64, p.t as i64, d.width as i64);
+    if log_alpha.sizes() != [b, t_len, width] || neg_log_likelihood.numel() != b {
+        return Err(Error::invalid(
+            op,
+            "log_alpha and neg_log_likelihood must be _ctc_loss's outputs for these inputs",
+        ));
+    }
+    if p.t == 0 || p.b == 0 {
+        return crate::ops::zeros_like(log_probs, None, None, None, None, None);
+    }
+    let f64s = |t: &Tensor| crate::ops::to(t, ScalarType::F64, false, false, None);
+    let lpe = d.label_log_probs(log_probs, &p)?;
+    let ninf = neg_inf_like(&crate::ops::select(&lpe, 0, 0)?)?;
+    let mut betas = vec![ninf.clone(); p.t];
+    let mut beta = ninf.clone();
+    for t in (0..p.t).rev() {
+        let here = crate::ops::select(&lpe, 0, t as i64)?;
+        let start = crate::ops::logical_and(&d.last, &crate::ops::eq_scalar(&d.steps, Scalar::Int(t as i64 + 1))?)?;
+        let started = crate::ops::where_self(&d.valid, &crate::ops::where_self(&start, &here, &ninf)?, &ninf)?;
+        beta = if t + 1 < p.t {
+            let one = shift_places(&beta, -1)?;
+            let two = crate::ops::where_self(&d.skip_next, &shift_places(&beta, -2)?, &ninf)?;
+            let next = crate::ops::add(&log_sum_exp3(&beta, &one, &two)?, &here, Scalar::Int(1))?;
+            let live = crate::ops::logical_and(&d.valid, &crate::ops::gt_scalar(&d.steps, Scalar::Int(t as i64 + 1))?)?;
+            crate::ops::where_self(&live, &next, &started)?
+        } else {
+            started
+        };
+        betas[t] = beta.clone();
+    }
+    let beta = crate::ops::stack(&betas, 1)?;
+    let ab = crate::ops::add(&f64s(log_alpha)?, &beta, Scalar::Int(1))?;
+    let m = crate::ops::amax(&ab, &[2], true)?;
+    let m = crate::ops::masked_fill(&m, &crate::ops::isneginf(&m)?, Scalar::Int(0))?;
+    let e = crate::ops::exp(&crate::ops::sub(&ab, &m, Scalar::Int(1))?)?;
+    let classes =
+        crate::ops::zeros(&[b, t_len, p.c as i64], Some(ScalarType::F64), None, Some(log_probs.device()), None)?;
+    let idx = crate::ops::expand(&crate::ops::unsqueeze(&d.labels, 1)?, &[b, t_len, width], false)?;
+    let lcab =
+        crate::ops::add(&crate::ops::log(&crate::ops::scatter_add(&classes, 2, &idx, &e)?)?, &m, Scalar::Int(1))?;
+    let x = crate::ops::permute(&f64s(log_probs)?, &[1, 0, 2])?;
+    let nll = crate::ops::reshape(&f64s(neg_log_likelihood)?, &[b, 1, 1])?;
+    let term = crate::ops::exp(&crate::ops::sub(&crate::ops::add(&lcab, &nll, Scalar::Int(1))?, &x, Scalar::Int(1))?)?;
+    let g = crate::ops::reshape(&f64s(&crate::ops::expand(grad, &[b], false)?)?, &[b, 1, 1])?;
+    let out = crate::ops::mul(&crate::ops::sub(&crate::ops::exp(&x)?, &term, Scalar::Int(1))?, &g)?;
+    // Steps past an element's input length, and (with zero_infinity) impossible elements: 0.
+    let dev = log_probs.device();
+    let steps = crate::ops::arange(Scalar::Int(t_len), Some(ScalarType::I64), None, Some(dev), None)?;
+    let mut live = crate::ops::lt(&crate::ops::reshape(&steps, &[1, t_len, 1])?, &crate::ops::unsqueeze(&d.steps, 2)?)?;
+    if zero_infinity {
+        let finite = crate::ops::logical_not(&crate::ops::isposinf(&nll)?)?;
+        live = crate::ops::logical_and(&live, &finite)?;
+    }
+    let zero = crate::ops::zeros_like(&out, None, None, None, None, None)?;
+    let out = crate::ops::permute(&crate::ops::where_self(&live, &out, &zero)?, &[1, 0, 2])?;
+    crate::ops::contiguous(&crate::ops::to(&out, log_probs.dtype(), false, false, None)?, c10::MemoryFormat::Contiguous)
+}
+
 /// `ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths,
 /// int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor`: `nn.CTCLoss`. An
 /// unbatched `(T, C)` input takes 1-D targets; `zero_infinity` gives impossible alignments a
@@ -1363,6 +1615,7 @@ pub fn ctc_loss(
         Reduction::Mean => {
             let lengths: Vec<f64> = target_lengths.iter().map(|&l| l.max(1) as f64).collect();
             let lengths = tensor_from_f64(&lengths, &[lengths.len() as i64], nll.dtype())?;
+            let lengths = crate::ops::to_device(&lengths, nll.device(), nll.dtype(), false, false, None)?;
             crate::ops::mean(&crate::ops::div(&nll, &lengths)?, None)?
         }
         Reduction::Sum => crate::ops::sum(&nll, None)?,

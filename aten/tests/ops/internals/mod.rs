@@ -10,6 +10,7 @@
 //! through public paths; items public only for them are `#[doc(hidden)]`.
 
 mod complex;
+mod ctc;
 mod display;
 mod factory;
 mod gather;
