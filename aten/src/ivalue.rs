@@ -45,6 +45,9 @@ pub enum IValue {
     Generator(Generator),
     /// Several returns.
     Tuple(Vec<IValue>),
+    /// A TorchScript `Dict[K, V]`: its entries in insertion order, as Python's dicts keep
+    /// them (keys are strings, numbers or tensors; see `jit`'s Note [Dicts]).
+    Dict(Vec<(IValue, IValue)>),
 }
 
 /// The boxed argument/return stack.
@@ -76,6 +79,7 @@ impl IValue {
             IValue::MemoryFormat(_) => "MemoryFormat",
             IValue::Generator(_) => "Generator",
             IValue::Tuple(_) => "tuple",
+            IValue::Dict(_) => "Dict",
         }
     }
 
@@ -100,6 +104,7 @@ impl IValue {
             IValue::Device(_) => "Device",
             IValue::Generator(_) => "Generator",
             IValue::Tuple(_) => "Tuple",
+            IValue::Dict(_) => "GenericDict",
         };
         InputMeta { dims: Vec::new(), ty: ty.into() }
     }

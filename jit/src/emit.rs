@@ -32,7 +32,17 @@
 //! name bound to the same list — to the new value; a loop that appends carries the list. Since
 //! the interpreter moves a register on its last use (Note [Register moves]), the append reuses
 //! the list's buffer. Lists aliased through another list or a module attribute are not
-//! tracked.
+//! tracked. `xs[i] = y` and `del xs[i]` are `aten::_set_item` and `aten::Delete` the same way.
+//!
+//! Note [Dicts]: `Dict[K, V]` values (keys `str`, `int`, `float`, `bool` or `Tensor`, by
+//! identity for tensors) are functional in the same way: an `IValue::Dict` holds the entries in
+//! insertion order, as Python's dicts keep them. `d[k] = v`, `del d[k]`, `d.update(e)`,
+//! `d.clear()` give a new dict value (`aten::_set_item`, `aten::Delete`, `aten::update`,
+//! `aten::clear`) and `d.pop(k[, default])` and `d.setdefault(k, v)` give the value and the new
+//! dict; the names bound to the old dict are rebound. A dict that is not bound to a local name
+//! (a module attribute, a list's item) cannot be changed: that is an error, not a lost write.
+//! `{}` without an annotation is `Dict[str, Tensor]`; `for k in d` iterates over `d.keys()`.
+//! Lookups scan the entries (dicts in scripted models hold a handful).
 
 use c10::Result;
 
@@ -99,17 +109,25 @@ fn returns(stmts: &[Statement]) -> bool {
     })
 }
 
-/// The names a list method call in `e` mutates (`xs.append(y)`, `torch.append(xs, y)`).
+/// The list and dict methods that change their value (Note [Functional lists], Note [Dicts]).
+const MUTATORS: [&str; 7] = ["append", "_set_item", "Delete", "pop", "update", "clear", "setdefault"];
+
+/// The names a list or dict method call in `e` mutates (`xs.append(y)`, `torch.append(xs, y)`,
+/// `d.update(e)`, `torch._set_item(d, k, v)`).
 fn mutated(e: &Expr, out: &mut Vec<String>) {
     match e {
         Expr::Call(f, args, kw) => {
             match (f.as_ref(), args.first()) {
-                (Expr::Attr(base, m), _) if m == "append" && matches!(base.as_ref(), Expr::Name(n) if n != "torch") => {
+                (Expr::Attr(base, m), _)
+                    if MUTATORS.contains(&m.as_str()) && matches!(base.as_ref(), Expr::Name(n) if n != "torch") =>
+                {
                     if let Expr::Name(n) = base.as_ref() {
                         out.push(n.clone());
                     }
                 }
-                (Expr::Attr(base, m), Some(Expr::Name(n))) if m == "append" && **base == Expr::Name("torch".into()) => {
+                (Expr::Attr(base, m), Some(Expr::Name(n)))
+                    if MUTATORS.contains(&m.as_str()) && **base == Expr::Name("torch".into()) =>
+                {
                     out.push(n.clone())
                 }
                 _ => {}
@@ -129,6 +147,10 @@ fn mutated(e: &Expr, out: &mut Vec<String>) {
             mutated(c, out);
         }
         Expr::List(items) | Expr::Tuple(items) => items.iter().for_each(|i| mutated(i, out)),
+        Expr::Dict(items) => items.iter().for_each(|(k, v)| {
+            mutated(k, out);
+            mutated(v, out);
+        }),
         Expr::Slice(a, b, c) => [a, b, c].into_iter().flatten().for_each(|e| mutated(e, out)),
         _ => {}
     }
@@ -153,6 +175,19 @@ fn assigned(stmts: &[Statement], out: &mut Vec<String>) {
                 push(out, t);
             }
             Stmt::SetAttr(_, _, value) | Stmt::Expr(value) => mutated(value, &mut m),
+            Stmt::SetItem(base, idx, value) => {
+                mutated(value, &mut m);
+                mutated(idx, &mut m);
+                if let Expr::Name(n) = base {
+                    m.push(n.clone());
+                }
+            }
+            Stmt::Delete(base, idx) => {
+                mutated(idx, &mut m);
+                if let Expr::Name(n) = base {
+                    m.push(n.clone());
+                }
+            }
             Stmt::If(c, a, b) => {
                 mutated(c, &mut m);
                 assigned(a, out);
@@ -309,6 +344,19 @@ impl Importer<'_> {
                     self.schema_call("copy_", vec![Sym::Value(t), Sym::Value(v)], Vec::new())?;
                 }
             }
+            Stmt::SetItem(base, idx, value) => self.set_item(base, idx, value, env)?,
+            Stmt::Delete(base, idx) => {
+                let b = self.expr(base, env)?;
+                let bv = self.value(b)?;
+                let i = self.expr_value(idx, env)?;
+                match self.ty(bv) {
+                    JitType::Dict(..) => {
+                        self.dict_method(bv, "Delete", vec![i], env)?;
+                    }
+                    JitType::List(_) => self.list_mutation(bv, "aten::Delete", &[i], env)?,
+                    other => return Err(self.err(format!("'del' of an item of a {other}"))),
+                }
+            }
             Stmt::Expr(Expr::Str(_)) | Stmt::Pass => {}
             Stmt::Expr(e) => {
                 self.expr(e, env)?;
@@ -413,6 +461,40 @@ impl Importer<'_> {
         for (t, s) in targets.iter().zip(items) {
             let s = self.named(s, t);
             env.insert(t.clone(), s);
+        }
+        Ok(())
+    }
+
+    /// `base[idx] = value`: a dict's entry or a list's element (a new value the name is rebound
+    /// to, Note [Dicts]), or a tensor's part written in place (`copy_` of a tensor, `fill_` of a
+    /// number into the view the index selects), as TorchScript compiles them.
+    fn set_item(&mut self, base: &Expr, idx: &Expr, value: &Expr, env: &mut Env) -> Result<()> {
+        // Python evaluates the value before the target.
+        let x = self.expr_value(value, env)?;
+        let b = self.expr(base, env)?;
+        let bv = self.value(b)?;
+        match self.ty(bv) {
+            JitType::Dict(..) => {
+                let k = self.expr_value(idx, env)?;
+                self.dict_method(bv, "_set_item", vec![k, x], env)?;
+            }
+            JitType::List(elem) => {
+                let i = self.expr_value(idx, env)?;
+                if self.ty(i) != JitType::Int {
+                    return Err(self.err(format!("list indices must be integers, not {}", self.ty(i))));
+                }
+                let xt = self.ty(x);
+                if unify(&elem, &xt).is_none_or(|u| u.erased() != elem.erased()) {
+                    return Err(self.err(format!("assigning a {xt} to an element of a {}", JitType::List(elem))));
+                }
+                self.list_mutation(bv, "aten::_set_item", &[i, x], env)?;
+            }
+            JitType::Tensor(_) => {
+                let part = self.subscript(Sym::Value(bv), idx, env)?;
+                let op = if self.ty(x).is_tensor() { "copy_" } else { "fill_" };
+                self.schema_call(op, vec![part, Sym::Value(x)], Vec::new())?;
+            }
+            other => return Err(self.err(format!("assigning an item of a {other}"))),
         }
         Ok(())
     }
@@ -674,6 +756,10 @@ impl Importer<'_> {
             Sym::Tuple(items) => Ok(Iterable::Unrolled(items)),
             Sym::Value(v) => match self.ty(v) {
                 JitType::List(_) => Ok(Iterable::Seq(Seq::List(v))),
+                // A dict iterates over its keys, as Python's does.
+                JitType::Dict(k, _) => {
+                    Ok(Iterable::Seq(Seq::List(self.node("aten::keys", &[v], vec![JitType::List(k)])[0])))
+                }
                 JitType::Tensor(_) => Ok(Iterable::Seq(Seq::Tensor(v))),
                 JitType::Tuple(types) => Ok(Iterable::Unrolled(
                     self.node("prim::TupleUnpack", &[v], types).into_iter().map(Sym::Value).collect(),

@@ -229,6 +229,10 @@ pub(crate) fn unify(a: &JitType, b: &JitType) -> Option<JitType> {
         (JitType::None, t) | (t, JitType::None) => Some(JitType::Optional(Box::new(t.clone()))),
         (JitType::Optional(x), y) | (y, JitType::Optional(x)) => unify(x, y).map(|t| JitType::Optional(Box::new(t))),
         (JitType::List(x), JitType::List(y)) => unify(x, y).map(|t| JitType::List(Box::new(t))),
+        // Dicts are invariant in their types: only tensor details may differ.
+        (JitType::Dict(k, v), JitType::Dict(k2, v2)) if k.erased() == k2.erased() && v.erased() == v2.erased() => {
+            Some(JitType::Dict(Box::new(k.erased()), Box::new(v.erased())))
+        }
         (JitType::Tuple(xs), JitType::Tuple(ys)) if xs.len() == ys.len() => {
             xs.iter().zip(ys).map(|(x, y)| unify(x, y)).collect::<Option<Vec<_>>>().map(JitType::Tuple)
         }
@@ -262,6 +266,7 @@ pub(crate) fn annotation_type(e: &Expr) -> Option<JitType> {
             match (o.as_str(), items.as_slice()) {
                 ("Optional", [t]) => JitType::Optional(Box::new(annotation_type(t)?)),
                 ("List", [t]) => JitType::List(Box::new(annotation_type(t)?)),
+                ("Dict", [k, v]) => JitType::Dict(Box::new(annotation_type(k)?), Box::new(annotation_type(v)?)),
                 ("Final", [t]) => annotation_type(t)?,
                 ("Tuple", ts) => JitType::Tuple(ts.iter().map(|t| annotation_type(t)).collect::<Option<_>>()?),
                 // `Union[float, int]` (what `LPPool`'s `norm_type` is): a number.
@@ -525,6 +530,7 @@ impl Importer<'_> {
             }
             Expr::Call(f, args, kw) => self.call(f, args, kw, env)?,
             Expr::List(items) => self.list(items, env)?,
+            Expr::Dict(items) => self.dict(items, None, env)?,
             Expr::Tuple(items) => Sym::Tuple(items.iter().map(|i| self.expr(i, env)).collect::<Result<_>>()?),
             Expr::Subscript(base, idx) => {
                 let b = self.expr(base, env)?;
@@ -625,8 +631,10 @@ impl Importer<'_> {
                     let found = items.contains(&x);
                     return Ok(Sym::Value(self.constant(Constant::Bool(found == (op == BinOp::In)))));
                 }
-                if !matches!(tb, JitType::List(_)) {
-                    return Err(self.err(format!("'{}' of a {tb} (only lists are supported)", op.symbol())));
+                if let JitType::Dict(kt, _) = &tb {
+                    self.check_key(kt, a)?;
+                } else if !matches!(tb, JitType::List(_)) {
+                    return Err(self.err(format!("'{}' of a {tb} (only lists and dicts are supported)", op.symbol())));
                 }
                 let found = self.node("aten::__contains__", &[b, a], vec![JitType::Bool])[0];
                 if op == BinOp::In {
@@ -698,7 +706,7 @@ impl Importer<'_> {
     }
 
     /// `base[idx]`: a tuple by a constant, a list by an int, a tensor by ints, slices and `None`s.
-    fn subscript(&mut self, base: Sym, idx: &Expr, env: &mut Env) -> Result<Sym> {
+    pub(crate) fn subscript(&mut self, base: Sym, idx: &Expr, env: &mut Env) -> Result<Sym> {
         if let Sym::Tuple(items) = &base {
             let i = self.expr_value(idx, env)?;
             return match self.graph.constant_value(i) {
@@ -715,6 +723,11 @@ impl Importer<'_> {
             JitType::List(e) => {
                 let i = self.expr_value(idx, env)?;
                 Ok(Sym::Value(self.node("aten::__getitem__", &[v, i], vec![(*e).clone()])[0]))
+            }
+            JitType::Dict(kt, vt) => {
+                let k = self.expr_value(idx, env)?;
+                self.check_key(&kt, k)?;
+                Ok(Sym::Value(self.node("aten::__getitem__", &[v, k], vec![*vt])[0]))
             }
             JitType::Tuple(ts) => {
                 let i = self.expr_value(idx, env)?;
@@ -882,6 +895,7 @@ impl Importer<'_> {
             (Some(JitType::List(elem)), Expr::List(items)) if items.is_empty() => {
                 Ok(Sym::Value(self.empty_list(&elem)?))
             }
+            (Some(JitType::Dict(k, v)), Expr::Dict(items)) => self.dict(items, Some((*k, *v)), env),
             (Some(t @ JitType::Optional(_)), _) => {
                 let v = self.expr_value(value, env)?;
                 if self.ty(v) == t {
@@ -890,6 +904,154 @@ impl Importer<'_> {
                 Ok(Sym::Value(self.node("prim::unchecked_cast", &[v], vec![t])[0]))
             }
             _ => self.expr(value, env),
+        }
+    }
+
+    /// `{k: v, ...}` (Note [Dicts]): a `prim::DictConstruct` of the entries, of the `declared`
+    /// key and value types (an annotation) or of the entries' types; `{}` without an annotation
+    /// is `Dict[str, Tensor]`, as in TorchScript.
+    fn dict(&mut self, items: &[(Expr, Expr)], declared: Option<(JitType, JitType)>, env: &mut Env) -> Result<Sym> {
+        let mut ins = Vec::new();
+        let (mut kt, mut vt): (Option<JitType>, Option<JitType>) = (None, None);
+        for (k, v) in items {
+            let (kv, vv) = (self.expr_value(k, env)?, self.expr_value(v, env)?);
+            let (a, b) = (self.ty(kv), self.ty(vv));
+            kt = Some(match kt {
+                None => a.erased(),
+                Some(t) => unify(&t, &a).ok_or_else(|| self.err(format!("dict keys of types {t} and {a}")))?,
+            });
+            vt = Some(match vt {
+                None => b.erased(),
+                Some(t) => unify(&t, &b).ok_or_else(|| self.err(format!("dict values of types {t} and {b}")))?,
+            });
+            ins.push(kv);
+            ins.push(vv);
+        }
+        let (k, v) = match declared {
+            Some((k, v)) => {
+                for pair in ins.chunks(2) {
+                    self.check_key(&k, pair[0])?;
+                    self.check_fits(&v, pair[1], "a dict value")?;
+                }
+                (k, v)
+            }
+            None => (kt.unwrap_or(JitType::Str), vt.unwrap_or_else(JitType::tensor)),
+        };
+        if !matches!(k, JitType::Str | JitType::Int | JitType::Float | JitType::Bool | JitType::Tensor(_)) {
+            return Err(self.err(format!("a dict keyed by {k}: keys are str, int, float, bool or Tensor")));
+        }
+        let ty = JitType::Dict(Box::new(k.erased()), Box::new(v.erased()));
+        Ok(Sym::Value(self.node("prim::DictConstruct", &ins, vec![ty])[0]))
+    }
+
+    /// An error unless `key` can index a dict keyed by `kt`.
+    fn check_key(&self, kt: &JitType, key: ValueId) -> Result<()> {
+        self.check_fits(kt, key, "a dict key")
+    }
+
+    /// An error unless value `v` is of type `want` (or narrower: `None` for an `Optional`).
+    fn check_fits(&self, want: &JitType, v: ValueId, what: &str) -> Result<()> {
+        let have = self.ty(v);
+        if unify(want, &have).is_some_and(|u| u.erased() == want.erased()) {
+            return Ok(());
+        }
+        Err(self.err(format!("{what} of type {have} where {want} is expected")))
+    }
+
+    /// `xs' = kind(xs, args...)` for a list mutation (`aten::_set_item`, `aten::Delete`), with
+    /// the names bound to `xs` rebound to `xs'` (Note [Functional lists]).
+    pub(crate) fn list_mutation(&mut self, l: ValueId, kind: &str, args: &[ValueId], env: &mut Env) -> Result<()> {
+        if let Some(&i) = args.first() {
+            if self.ty(i) != JitType::Int {
+                return Err(self.err(format!("list indices must be integers, not {}", self.ty(i))));
+            }
+        }
+        self.bound(l, env, "list")?;
+        let mut ins = vec![l];
+        ins.extend_from_slice(args);
+        let new = self.node(kind, &ins, vec![self.ty(l)])[0];
+        Self::rebind(env, l, new);
+        Ok(())
+    }
+
+    /// An error unless a local name holds `v`: a container changed where no name holds it (a
+    /// module attribute) would lose the change (Note [Dicts]).
+    fn bound(&self, v: ValueId, env: &Env, what: &str) -> Result<()> {
+        if env.values().any(|s| *s == Sym::Value(v)) {
+            return Ok(());
+        }
+        Err(self.err(format!("changing a {what} that no local name holds (a module attribute) is not supported")))
+    }
+
+    /// A dict method (Note [Dicts]): `d.keys()`, `d.values()`, `d.items()`, `d.get(k[,
+    /// default])`, `d.copy()`, and the mutations `_set_item`, `Delete`, `pop`, `setdefault`,
+    /// `update` and `clear` (methods, or `torch.<name>(d, ...)` as PyTorch prints them).
+    pub(crate) fn dict_method(&mut self, d: ValueId, method: &str, args: Vec<ValueId>, env: &mut Env) -> Result<Sym> {
+        let dt = self.ty(d);
+        let JitType::Dict(kt, vt) = &dt else { return Err(self.err(format!("dict method '{method}' of a {dt}"))) };
+        let (kt, vt) = ((**kt).clone(), (**vt).clone());
+        let list = |t: JitType| JitType::List(Box::new(t));
+        let mut ins = vec![d];
+        ins.extend_from_slice(&args);
+        let mutation = matches!(method, "_set_item" | "Delete" | "pop" | "setdefault" | "update" | "clear");
+        if mutation {
+            self.bound(d, env, "dict")?;
+        }
+        if let Some(&k) = args.first() {
+            if !matches!(method, "update") {
+                self.check_key(&kt, k)?;
+            }
+        }
+        let none = |s: &mut Self| Ok(Sym::Value(s.constant(Constant::None)));
+        match (method, args.len()) {
+            ("keys", 0) => Ok(Sym::Value(self.node("aten::keys", &ins, vec![list(kt)])[0])),
+            ("values", 0) => Ok(Sym::Value(self.node("aten::values", &ins, vec![list(vt)])[0])),
+            ("items", 0) => Ok(Sym::Value(self.node("aten::items", &ins, vec![list(JitType::Tuple(vec![kt, vt]))])[0])),
+            ("copy", 0) => Ok(Sym::Value(self.node("aten::copy", &ins, vec![dt.clone()])[0])),
+            ("get", 1) => {
+                let ty = match vt {
+                    JitType::Optional(_) => vt,
+                    t => JitType::Optional(Box::new(t)),
+                };
+                Ok(Sym::Value(self.node("aten::get", &ins, vec![ty])[0]))
+            }
+            ("get", 2) => {
+                let ty = unify(&vt, &self.ty(args[1]))
+                    .ok_or_else(|| self.err(format!("get() of a {dt} with a default of type {}", self.ty(args[1]))))?;
+                Ok(Sym::Value(self.node("aten::get", &ins, vec![ty])[0]))
+            }
+            ("_set_item", 2) => {
+                self.check_fits(&vt, args[1], "a dict value")?;
+                let new = self.node("aten::_set_item", &ins, vec![dt.clone()])[0];
+                Self::rebind(env, d, new);
+                none(self)
+            }
+            ("Delete", 1) | ("clear", 0) => {
+                let kind = if method == "clear" { "aten::clear" } else { "aten::Delete" };
+                let new = self.node(kind, &ins, vec![dt.clone()])[0];
+                Self::rebind(env, d, new);
+                none(self)
+            }
+            ("update", 1) => {
+                self.check_fits(&dt, args[0], "update() of a dict")?;
+                let new = self.node("aten::update", &ins, vec![dt.clone()])[0];
+                Self::rebind(env, d, new);
+                none(self)
+            }
+            ("pop", 1 | 2) | ("setdefault", 2) => {
+                if method == "setdefault" {
+                    self.check_fits(&vt, args[1], "a dict value")?;
+                }
+                let ty = match args.get(1) {
+                    Some(&x) if method == "pop" => unify(&vt, &self.ty(x))
+                        .ok_or_else(|| self.err(format!("pop() of a {dt} with a default of type {}", self.ty(x))))?,
+                    _ => vt,
+                };
+                let outs = self.node(&format!("aten::{method}"), &ins, vec![ty, dt.clone()]);
+                Self::rebind(env, d, outs[1]);
+                Ok(Sym::Value(outs[0]))
+            }
+            (m, n) => Err(self.err(format!("dict method '{m}' with {n} arguments is not supported"))),
         }
     }
 
@@ -970,6 +1132,42 @@ impl Importer<'_> {
             Ok(Sym::Value(s.node(kind, &vs, vec![ty])[0]))
         };
         let name = callee.as_str();
+        // `torch.keys(d)`, `torch._set_item(d, k, v)`: dict methods as PyTorch prints them
+        // (Note [Dicts]); `torch._set_item(xs, i, x)` and `torch.Delete(xs, i)` of lists.
+        if let (Some(m), Some(Sym::Value(c))) = (name.strip_prefix("torch."), argv.first()) {
+            let c = *c;
+            let dict_methods = ["keys", "values", "items", "get", "copy", "_set_item", "Delete", "pop", "setdefault"];
+            let is_dict = matches!(self.ty(c), JitType::Dict(..));
+            if kwv.is_empty() && is_dict && (dict_methods.contains(&m) || matches!(m, "update" | "clear")) {
+                let vs = argv.into_iter().skip(1).map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                return self.dict_method(c, m, vs, env);
+            }
+            if kwv.is_empty() && matches!(self.ty(c), JitType::List(_)) && matches!(m, "_set_item" | "Delete") {
+                let vs = argv.into_iter().skip(1).map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                if m == "_set_item" {
+                    let JitType::List(elem) = self.ty(c) else { unreachable!("a list") };
+                    if let Some(&x) = vs.get(1) {
+                        self.check_fits(&elem, x, "a list element")?;
+                    }
+                }
+                let want = if m == "_set_item" { 2 } else { 1 };
+                if vs.len() != want {
+                    return Err(self.err(format!("{name} of a list takes {} arguments", want + 1)));
+                }
+                self.list_mutation(c, &format!("aten::{m}"), &vs, env)?;
+                return Ok(Sym::Value(self.constant(Constant::None)));
+            }
+            if matches!(m, "list") && is_dict && argv.len() == 1 {
+                return self.dict_method(c, "keys", Vec::new(), env);
+            }
+        }
+        if name == "list"
+            && argv.len() == 1
+            && matches!(&argv[0], Sym::Value(c) if matches!(self.ty(*c), JitType::Dict(..)))
+        {
+            let Sym::Value(c) = argv[0] else { unreachable!("a value") };
+            return self.dict_method(c, "keys", Vec::new(), env);
+        }
         // `torch.add(k, 1)` of numbers, as TorchScript prints int arithmetic.
         if let Some(op) = name.strip_prefix("torch.") {
             if argv.len() == 1 && kwv.is_empty() && op == "neg" {
@@ -1047,11 +1245,12 @@ impl Importer<'_> {
             // We have no nested tensors.
             "ops.prim.is_nested" => one(self, "prim::is_nested", argv, JitType::Bool),
             "torch.is_grad_enabled" if argv.is_empty() => one(self, "aten::is_grad_enabled", argv, JitType::Bool),
-            // `all(list)` / `any(list)` of bools.
+            // `all(list)` / `any(list)` of bools, ints, floats or strings (by their truth).
             "torch.all" | "torch.any" | "all" | "any"
                 if argv.len() == 1
                     && kwv.is_empty()
-                    && matches!(&argv[0], Sym::Value(v) if self.ty(*v) == JitType::List(Box::new(JitType::Bool))) =>
+                    && matches!(&argv[0], Sym::Value(v) if matches!(self.ty(*v), JitType::List(e)
+                        if matches!(*e, JitType::Bool | JitType::Int | JitType::Float | JitType::Str))) =>
             {
                 let kind = if name.ends_with("all") { "aten::all" } else { "aten::any" };
                 one(self, kind, argv, JitType::Bool)
@@ -1248,6 +1447,10 @@ impl Importer<'_> {
                 self.append(v, x, env)
             }
             (JitType::List(_), m) => Err(self.err(format!("list method '{m}' is not supported yet"))),
+            (JitType::Dict(..), m) if kwv.is_empty() => {
+                let vs = argv.into_iter().skip(1).map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
+                self.dict_method(v, m, vs, env)
+            }
             (JitType::Str, "format") => {
                 let vs = argv.into_iter().map(|a| self.value(a)).collect::<Result<Vec<_>>>()?;
                 Ok(Sym::Value(self.node("aten::format", &vs, vec![JitType::Str])[0]))

@@ -191,6 +191,32 @@ enum Builtin {
     /// `aten::is_autocast_enabled()` (CUDA's, as PyTorch's no-argument form) and
     /// `aten::is_autocast_cpu_enabled()` (`true`: the CPU's).
     AutocastEnabled(bool),
+    /// `prim::DictConstruct(k1, v1, k2, v2, ...)` (Note [Dicts]).
+    DictConstruct,
+    /// `aten::keys` / `aten::values` / `aten::items` of a dict: a list.
+    DictList(DictPart),
+    /// `aten::get(d, k[, default])`: the value, else the default or `None`.
+    DictGet,
+    /// `aten::_set_item(d, k, v)` / `aten::_set_item(xs, i, x)`: the dict or list after it.
+    SetItem,
+    /// `aten::Delete(d, k)` / `aten::Delete(xs, i)`: the dict or list without the entry.
+    Delete,
+    /// `aten::pop(d, k[, default])`: the value and the dict without it.
+    DictPop,
+    /// `aten::setdefault(d, k, v)`: the value (`v` when absent) and the dict holding it.
+    DictSetDefault,
+    /// `aten::update(d, e)`: `d` with `e`'s entries.
+    DictUpdate,
+    /// `aten::clear(d)`: an empty dict.
+    DictClear,
+}
+
+/// What `aten::keys`, `aten::values` and `aten::items` list.
+#[derive(Clone, Copy, Debug)]
+enum DictPart {
+    Keys,
+    Values,
+    Items,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -409,6 +435,8 @@ fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
     let kind = g.kind(n);
     let ins = g.inputs_of(n);
     let ty = |k: usize| g.value_type(ins[k]);
+    let is_dict = |k: usize| ins.len() > k && matches!(ty(k), JitType::Dict(..));
+    let is_list = |k: usize| ins.len() > k && matches!(ty(k), JitType::List(_));
     Some(match kind {
         "prim::ListConstruct" => Builtin::ListConstruct,
         "prim::ListUnpack" => Builtin::ListUnpack,
@@ -452,13 +480,28 @@ fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
         "aten::list" => Builtin::Identity,
         "prim::is_nested" => Builtin::IsNested,
         "prim::type" => Builtin::DeviceTypeName,
-        "aten::all" | "aten::any" if ins.len() == 1 && *ty(0) == JitType::List(Box::new(JitType::Bool)) => {
+        "aten::all" | "aten::any"
+            if ins.len() == 1
+                && matches!(ty(0), JitType::List(e) if matches!(**e, JitType::Bool | JitType::Int | JitType::Float | JitType::Str)) =>
+        {
             Builtin::AllAny(kind == "aten::any")
         }
         "aten::is_grad_enabled" => Builtin::GradEnabled,
         "prim::requires_grad" => Builtin::RequiresGrad,
         "prim::is_cuda" => Builtin::IsCuda,
         "aten::is_autocast_enabled" => Builtin::AutocastEnabled(false),
+        "prim::DictConstruct" => Builtin::DictConstruct,
+        "aten::keys" if is_dict(0) => Builtin::DictList(DictPart::Keys),
+        "aten::values" if is_dict(0) => Builtin::DictList(DictPart::Values),
+        "aten::items" if is_dict(0) => Builtin::DictList(DictPart::Items),
+        "aten::get" if is_dict(0) => Builtin::DictGet,
+        "aten::copy" if is_dict(0) => Builtin::Identity,
+        "aten::_set_item" if is_dict(0) || is_list(0) => Builtin::SetItem,
+        "aten::Delete" if is_dict(0) || is_list(0) => Builtin::Delete,
+        "aten::pop" if is_dict(0) => Builtin::DictPop,
+        "aten::setdefault" if is_dict(0) => Builtin::DictSetDefault,
+        "aten::update" if is_dict(0) => Builtin::DictUpdate,
+        "aten::clear" if is_dict(0) => Builtin::DictClear,
         "aten::is_autocast_cpu_enabled" => Builtin::AutocastEnabled(true),
         "aten::add" if ins.len() == 2 && (0..2).all(|k| matches!(ty(k), JitType::Str | JitType::List(_))) => {
             Builtin::Concat
@@ -876,11 +919,15 @@ impl Compiler<'_> {
                 }
                 _ => match builtin_of(g, n) {
                     Some(f) => {
-                        let list = match f {
-                            Builtin::ListConstruct => match g.value_type(g.outputs_of(n)[0]) {
-                                JitType::List(e) => Some((**e).clone()),
-                                other => return Err(run_error(format!("prim::ListConstruct of type {other}"))),
-                            },
+                        // The element type of a list the builtin makes (Note [Dicts]).
+                        let list = match (f, g.outputs_of(n).first().map(|&o| g.value_type(o))) {
+                            (_, Some(JitType::List(e))) => Some((**e).clone()),
+                            (Builtin::ListConstruct, other) => {
+                                return Err(run_error(format!(
+                                    "prim::ListConstruct of type {}",
+                                    other.map_or("nothing".to_string(), |t| t.to_string())
+                                )))
+                            }
                             _ => None,
                         };
                         Step::Builtin { f, kind: g.kind(n).to_string(), args, outs, list }
@@ -1096,6 +1143,7 @@ fn truth(v: &IValue) -> Result<bool> {
     match v {
         IValue::Bool(b) => Ok(*b),
         IValue::Int(i) => Ok(*i != 0),
+        IValue::Double(x) => Ok(*x != 0.0),
         IValue::Tensor(t) if t.numel() == 1 => Ok(t.item_scalar()?.to_f64() != 0.0),
         other => Err(run_error(format!("a condition must be a bool, got {}", other.kind()))),
     }
@@ -1133,6 +1181,17 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
             Ok(items)
         }
         Builtin::TupleConstruct => one(IValue::Tuple(vals)),
+        Builtin::GetItem if matches!(vals.first(), Some(IValue::Dict(_))) => {
+            let [IValue::Dict(entries), key] =
+                <[IValue; 2]>::try_from(vals).map_err(|_| run_error("d[k] takes two values"))?
+            else {
+                unreachable!("a dict")
+            };
+            match entries.into_iter().find(|(k, _)| same_key(k, &key)) {
+                Some((_, v)) => one(v),
+                None => Err(key_error(&key)),
+            }
+        }
         Builtin::TupleIndex | Builtin::GetItem => {
             let [seq, idx] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("indexing takes two values"))?;
             let i = idx.to_int("__getitem__", "idx")?;
@@ -1147,6 +1206,7 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
         Builtin::Len => match vals.pop().unwrap_or(IValue::None) {
             // A string's length in characters, as Python counts them.
             IValue::Str(s) => one(IValue::Int(s.chars().count() as i64)),
+            IValue::Dict(entries) => one(IValue::Int(entries.len() as i64)),
             v => one(IValue::Int(list_elements(v)?.len() as i64)),
         },
         Builtin::NumToTensor => {
@@ -1226,12 +1286,18 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
             }
             one(IValue::Int(r as i64))
         }
-        Builtin::AllAny(any) => match vals.pop() {
-            Some(IValue::BoolList(v)) => {
-                one(IValue::Bool(if any { v.iter().any(|&b| b) } else { v.iter().all(|&b| b) }))
-            }
-            other => Err(run_error(format!("all/any of a {}", other.map_or("nothing", |v| v.kind())))),
-        },
+        Builtin::AllAny(any) => {
+            // Python's truth of each element: nonzero numbers, nonempty strings.
+            let items = list_elements(vals.pop().ok_or_else(|| run_error("all/any of nothing"))?)?;
+            let truths = items
+                .iter()
+                .map(|v| match v {
+                    IValue::Str(s) => Ok(!s.is_empty()),
+                    v => truth(v),
+                })
+                .collect::<Result<Vec<bool>>>()?;
+            one(IValue::Bool(if any { truths.iter().any(|&b| b) } else { truths.iter().all(|&b| b) }))
+        }
         Builtin::GradEnabled => one(IValue::Bool(autograd::is_grad_enabled())),
         Builtin::RequiresGrad => {
             use autograd::TensorAutograd;
@@ -1393,6 +1459,106 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
             // Inside the range, so it fits; wrapping keeps a crafted graph from overflowing.
             one(IValue::Int(lo.wrapping_add(k.wrapping_mul(step))))
         }
+        Builtin::Contains if matches!(vals.first(), Some(IValue::Dict(_))) => {
+            let [IValue::Dict(entries), key] =
+                <[IValue; 2]>::try_from(vals).map_err(|_| run_error("`in` takes two values"))?
+            else {
+                unreachable!("a dict")
+            };
+            one(IValue::Bool(entries.iter().any(|(k, _)| same_key(k, &key))))
+        }
+        Builtin::DictConstruct => {
+            if !vals.len().is_multiple_of(2) {
+                return Err(run_error("prim::DictConstruct takes keys and values in pairs"));
+            }
+            let mut entries: Vec<(IValue, IValue)> = Vec::with_capacity(vals.len() / 2);
+            let mut it = vals.into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                dict_set(&mut entries, k, v);
+            }
+            one(IValue::Dict(entries))
+        }
+        Builtin::DictList(part) => {
+            let entries = dict_arg(vals.into_iter().next(), "aten::keys")?;
+            let items: Vec<IValue> = match part {
+                DictPart::Keys => entries.into_iter().map(|(k, _)| k).collect(),
+                DictPart::Values => entries.into_iter().map(|(_, v)| v).collect(),
+                DictPart::Items => entries.into_iter().map(|(k, v)| IValue::Tuple(vec![k, v])).collect(),
+            };
+            one(list_of(items, &schema_elem(list.unwrap_or(&JitType::tensor())))?)
+        }
+        Builtin::DictGet => {
+            let mut it = vals.into_iter();
+            let entries = dict_arg(it.next(), "aten::get")?;
+            let key = it.next().ok_or_else(|| run_error("get() needs a key"))?;
+            let default = it.next().unwrap_or(IValue::None);
+            one(entries.into_iter().find(|(k, _)| same_key(k, &key)).map_or(default, |(_, v)| v))
+        }
+        Builtin::SetItem => {
+            let [c, key, x] = <[IValue; 3]>::try_from(vals).map_err(|_| run_error("_set_item takes three values"))?;
+            match c {
+                IValue::Dict(mut entries) => {
+                    dict_set(&mut entries, key, x);
+                    one(IValue::Dict(entries))
+                }
+                l => {
+                    let mut items = list_elements(l)?;
+                    let k = list_index(&key, items.len())?;
+                    items[k] = x;
+                    one(list_of(items, &schema_elem(list.unwrap_or(&JitType::tensor())))?)
+                }
+            }
+        }
+        Builtin::Delete => {
+            let [c, key] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("Delete takes two values"))?;
+            match c {
+                IValue::Dict(mut entries) => {
+                    let at = entries.iter().position(|(k, _)| same_key(k, &key)).ok_or_else(|| key_error(&key))?;
+                    entries.remove(at);
+                    one(IValue::Dict(entries))
+                }
+                l => {
+                    let mut items = list_elements(l)?;
+                    let k = list_index(&key, items.len())?;
+                    items.remove(k);
+                    one(list_of(items, &schema_elem(list.unwrap_or(&JitType::tensor())))?)
+                }
+            }
+        }
+        Builtin::DictPop => {
+            let mut it = vals.into_iter();
+            let mut entries = dict_arg(it.next(), "aten::pop")?;
+            let key = it.next().ok_or_else(|| run_error("pop() needs a key"))?;
+            let v = match entries.iter().position(|(k, _)| same_key(k, &key)) {
+                Some(at) => entries.remove(at).1,
+                None => it.next().ok_or_else(|| key_error(&key))?,
+            };
+            Ok(vec![v, IValue::Dict(entries)])
+        }
+        Builtin::DictSetDefault => {
+            let [d, key, x] = <[IValue; 3]>::try_from(vals).map_err(|_| run_error("setdefault takes three values"))?;
+            let mut entries = dict_arg(Some(d), "aten::setdefault")?;
+            let v = match entries.iter().find(|(k, _)| same_key(k, &key)) {
+                Some((_, v)) => v.clone(),
+                None => {
+                    entries.push((key, x.clone()));
+                    x
+                }
+            };
+            Ok(vec![v, IValue::Dict(entries)])
+        }
+        Builtin::DictUpdate => {
+            let mut it = vals.into_iter();
+            let mut entries = dict_arg(it.next(), "aten::update")?;
+            for (k, v) in dict_arg(it.next(), "aten::update")? {
+                dict_set(&mut entries, k, v);
+            }
+            one(IValue::Dict(entries))
+        }
+        Builtin::DictClear => {
+            dict_arg(vals.into_iter().next(), "aten::clear")?;
+            one(IValue::Dict(Vec::new()))
+        }
         Builtin::Contains => {
             let [list, x] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("`in` takes a list and a value"))?;
             let key = display(&x);
@@ -1436,6 +1602,50 @@ fn is_num(v: &IValue) -> bool {
     matches!(v, IValue::Int(_) | IValue::Double(_) | IValue::Bool(_))
 }
 
+/// Whether two dict keys are one (Python's `==` of strings and numbers, identity of tensors).
+fn same_key(a: &IValue, b: &IValue) -> bool {
+    match (a, b) {
+        (IValue::Str(x), IValue::Str(y)) => x == y,
+        (IValue::Tensor(x), IValue::Tensor(y)) => x.is_same(y),
+        (IValue::Int(x), IValue::Int(y)) => x == y,
+        (x, y) if is_num(x) && is_num(y) => as_f64(x).ok() == as_f64(y).ok(),
+        _ => false,
+    }
+}
+
+/// Python's `KeyError` for a missing key.
+fn key_error(key: &IValue) -> Error {
+    match key {
+        IValue::Str(s) => run_error(format!("KeyError: '{s}'")),
+        other => run_error(format!("KeyError: {}", display(other))),
+    }
+}
+
+/// `d[k] = v` on the entries: replaced in place, or added at the end.
+fn dict_set(entries: &mut Vec<(IValue, IValue)>, k: IValue, v: IValue) {
+    match entries.iter_mut().find(|(e, _)| same_key(e, &k)) {
+        Some(entry) => entry.1 = v,
+        None => entries.push((k, v)),
+    }
+}
+
+fn dict_arg(v: Option<IValue>, what: &str) -> Result<Vec<(IValue, IValue)>> {
+    match v {
+        Some(IValue::Dict(entries)) => Ok(entries),
+        other => Err(run_error(format!("{what} of a {}", other.map_or("nothing", |v| v.kind())))),
+    }
+}
+
+/// Python's index `i` into a list of `n` (negative from the end).
+fn list_index(i: &IValue, n: usize) -> Result<usize> {
+    let i = i.to_int("list index", "idx")?;
+    let k = if i < 0 { i + n as i64 } else { i };
+    if k < 0 || k >= n as i64 {
+        return Err(run_error(format!("list index {i} out of range for {n} elements")));
+    }
+    Ok(k as usize)
+}
+
 fn ints3(vals: &[IValue], what: &str) -> Result<[i64; 3]> {
     let [a, b, c] = vals else { return Err(run_error(format!("{what} takes three ints"))) };
     Ok([a.to_int(what, "a")?, b.to_int(what, "b")?, c.to_int(what, "c")?])
@@ -1454,6 +1664,14 @@ fn display(v: &IValue) -> String {
         IValue::Tuple(items) => {
             let parts: Vec<String> = items.iter().map(display).collect();
             format!("({}{})", parts.join(", "), if parts.len() == 1 { "," } else { "" })
+        }
+        IValue::Dict(entries) => {
+            let key = |k: &IValue| match k {
+                IValue::Str(s) => format!("{s:?}"),
+                other => display(other),
+            };
+            let parts: Vec<String> = entries.iter().map(|(k, v)| format!("{}: {}", key(k), display(v))).collect();
+            format!("{{{}}}", parts.join(", "))
         }
         other => match list_elements(other.clone()) {
             Ok(items) => format!("[{}]", items.iter().map(display).collect::<Vec<_>>().join(", ")),

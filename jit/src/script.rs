@@ -6,7 +6,7 @@
 //! `raise` and `assert`. Expressions: Python's operators at Python's precedences (`or`, `and`,
 //! `not`, comparisons with `is`/`is not`/`in`, `|`, `^`, `&`, shifts, `+ -`, `* / // % @`,
 //! unary `- + ~`, `**`), `a if c else b`, calls with keyword arguments, attributes, subscripts
-//! with slices, lists, tuples and literals. The emitter is `import.rs`.
+//! with slices, lists, tuples, dicts and literals; `d[k] = v` and `del d[k]`. The emitter is `import.rs`.
 
 use c10::{Error, Result};
 
@@ -33,6 +33,8 @@ pub enum Expr {
     List(Vec<Expr>),
     /// `(a, b)` or `(a,)`.
     Tuple(Vec<Expr>),
+    /// `{k: v, ...}`.
+    Dict(Vec<(Expr, Expr)>),
     /// `value[index]` (a slice index is [`Expr::Slice`]; `x[a, b]` indexes by a tuple).
     Subscript(Box<Expr>, Box<Expr>),
     /// `lo:hi:step` inside a subscript, each part optional.
@@ -158,6 +160,10 @@ pub enum Stmt {
     },
     /// `self.attr = e` (a module attribute written: a buffer updated in place).
     SetAttr(Expr, String, Expr),
+    /// `base[index] = e`: a dict's entry, a list's element, a tensor's slice.
+    SetItem(Expr, Expr, Expr),
+    /// `del base[index]`.
+    Delete(Expr, Expr),
     /// `a op= e`.
     AugAssign(String, BinOp, Expr),
     /// An expression evaluated for its effect (`outs.append(y)`).
@@ -723,7 +729,13 @@ fn parse_one(text: &str, source: &str, line: usize) -> Result<Stmt> {
         "pass" | "..." => return Ok(Stmt::Pass),
         _ => {}
     }
-    for kw in ["del ", "global ", "nonlocal ", "with ", "try", "lambda", "yield", "async ", "import ", "class "] {
+    if let Some(r) = text.strip_prefix("del ") {
+        return match expr(r)? {
+            Expr::Subscript(base, idx) => Ok(Stmt::Delete(*base, *idx)),
+            _ => Err(syntax(source, line, format!("'del {}': only 'del x[key]' is supported", r.trim()))),
+        };
+    }
+    for kw in ["global ", "nonlocal ", "with ", "try", "lambda", "yield", "async ", "import ", "class "] {
         if text.starts_with(kw) {
             return Err(syntax(source, line, format!("'{}' is not supported in TorchScript", kw.trim())));
         }
@@ -753,6 +765,12 @@ fn parse_one(text: &str, source: &str, line: usize) -> Result<Stmt> {
     if let Some((base, attr)) = lhs.rsplit_once('.') {
         if is_name(attr.trim()) && !lhs.contains(',') {
             return Ok(Stmt::SetAttr(expr(base)?, attr.trim().to_string(), value));
+        }
+    }
+    // `d[key] = value`, `xs[i] = value`, `x[1:, 0] = value`.
+    if lhs.ends_with(']') {
+        if let Ok(Expr::Subscript(base, idx)) = expr(lhs) {
+            return Ok(Stmt::SetItem(*base, *idx, value));
         }
     }
     let (targets, tuple) = target_names(lhs, source, line)?;
@@ -1193,6 +1211,25 @@ impl<'a> Parser<'a> {
                     return Err(self.err("a list"));
                 }
                 Ok(Expr::List(items))
+            }
+            Some(b'{') => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                loop {
+                    if self.eat(b'}') {
+                        break;
+                    }
+                    let k = self.expr()?;
+                    if !self.eat(b':') {
+                        return Err(self.err("':' after a dict key"));
+                    }
+                    let v = self.expr()?;
+                    items.push((k, v));
+                    if !self.eat(b',') && self.peek() != Some(b'}') {
+                        return Err(self.err("',' or '}'"));
+                    }
+                }
+                Ok(Expr::Dict(items))
             }
             Some(b'"' | b'\'') => {
                 // Adjacent literals concatenate.

@@ -719,6 +719,10 @@ impl Parser<'_> {
             "Device" => JitType::Device,
             "Scalar" | "number" => JitType::Number,
             "Generator" => JitType::Generator,
+            "Dict" => match self.sequence(b'(', b')', Self::ty)?.as_slice() {
+                [k, v] => JitType::Dict(Box::new(k.clone()), Box::new(v.clone())),
+                _ => return Err(self.err("a Dict type of a key and a value type")),
+            },
             "Tensor" => JitType::Tensor(self.tensor_details(None)?),
             other => match dtype_from_ir_name(other) {
                 Some(d) => JitType::Tensor(self.tensor_details(Some(d))?),

@@ -25,6 +25,14 @@
 //!   `while _c:` when it has no trip count, and otherwise a `while` on both with its own
 //!   counter. Loop-carried values are assigned before the loop and at the end of each trip, all
 //!   at once (`a, b = b, a` must swap).
+//! - **Dicts and list updates.** Our dicts and lists are values (Note [Dicts]); TorchScript's
+//!   are objects that `torch._set_item(d, k, v)`, `torch.Delete`, `torch.update`,
+//!   `torch.clear`, `torch.pop` and `torch.setdefault` change in place. A change is printed in
+//!   place when no other name or container can see the object: it was made fresh
+//!   (`DictConstruct`, `copy`, `ListConstruct`, an earlier change, a loop-carried value whose
+//!   initial value is such) and is otherwise only read, before the change, by readers
+//!   (`d[k]`, `len`, `in`, `keys`, `values`, `items`, `get`). Otherwise the change applies to
+//!   a copy (`d.copy()`, `torch.list(xs)`), which is what the value semantics mean.
 //! - **Version.** `.data/version` is 10, PyTorch's newest: the code means what the operators
 //!   mean today, so none of PyTorch's upgraders (`div` before version 4, ...) applies.
 //!
@@ -41,7 +49,7 @@ use nn::pickler::Pickler;
 use nn::{Module, PtWriter};
 
 use crate::interpreter::{is_number_op, resolve};
-use crate::ir::{BlockId, Constant, Graph, NodeId, ValueId};
+use crate::ir::{BlockId, Constant, Graph, NodeId, Use, ValueDef, ValueId};
 use crate::module::ScriptModule;
 use crate::text::{float_text, quote};
 use crate::types::JitType;
@@ -142,6 +150,75 @@ fn attribute(base: &str, name: &str) -> String {
     }
 }
 
+/// Whether `v` is a dict or a list.
+fn is_container(g: &Graph, v: Option<&ValueId>) -> bool {
+    v.is_some_and(|&v| matches!(g.value_type(v), JitType::Dict(..) | JitType::List(_)))
+}
+
+/// The kinds that change a dict or list (Note [Dicts]): the container after the change is
+/// their last output.
+const CHANGES: [&str; 6] =
+    ["aten::_set_item", "aten::Delete", "aten::update", "aten::clear", "aten::pop", "aten::setdefault"];
+
+/// Whether the printed object of container `c` is seen by no other name or container: made by
+/// a node that makes a new one, by a printed change (in place on such an object, or on a
+/// copy), or a loop's carried value whose initial value is such an object used last by the
+/// loop (Note [Printing TorchScript], "Dicts and list updates").
+fn owned(g: &Graph, c: ValueId) -> bool {
+    match g.def(c) {
+        ValueDef::Node(p, k) => {
+            let kind = g.kind(p);
+            matches!(kind, "prim::DictConstruct" | "prim::ListConstruct" | "aten::list")
+                || (kind == "aten::copy" && is_container(g, g.inputs_of(p).first()))
+                || (CHANGES.contains(&kind) && k + 1 == g.outputs_of(p).len())
+        }
+        ValueDef::Param(b, k) => {
+            let Some(l) = g.block_owner(b) else { return false };
+            if g.kind(l) != "prim::Loop" || k == 0 {
+                return false;
+            }
+            let init = g.inputs_of(l)[k + 1];
+            g.constant_value(init).is_none() && owned(g, init) && read_only_before(g, init, l)
+        }
+    }
+}
+
+/// Whether every use of `c` other than node `n` only reads it and runs before `n` (in `n`'s
+/// block, or inside a node before `n` there).
+fn read_only_before(g: &Graph, c: ValueId, n: NodeId) -> bool {
+    const READERS: [&str; 10] = [
+        "aten::__getitem__",
+        "aten::len",
+        "aten::__contains__",
+        "aten::keys",
+        "aten::values",
+        "aten::items",
+        "aten::get",
+        "aten::copy",
+        "aten::list",
+        "prim::Print",
+    ];
+    let b = g.node_block(n);
+    let Some(pos) = g.position(n) else { return false };
+    g.uses(c).iter().all(|u| match *u {
+        Use::Node(m, _) if m == n => true,
+        Use::Node(m, _) if READERS.contains(&g.kind(m)) => {
+            let mut m = m;
+            loop {
+                let mb = g.node_block(m);
+                if mb == b {
+                    break g.position(m).is_some_and(|p| p < pos);
+                }
+                match g.block_owner(mb) {
+                    Some(o) => m = o,
+                    None => break false,
+                }
+            }
+        }
+        _ => false,
+    })
+}
+
 /// The TorchScript annotation of a type (`List[int]`, `Optional[Tensor]`).
 fn annotation(t: &JitType) -> String {
     match t {
@@ -158,6 +235,7 @@ fn annotation(t: &JitType) -> String {
         JitType::Tuple(ts) if ts.is_empty() => "Tuple[()]".into(),
         JitType::Tuple(ts) => format!("Tuple[{}]", ts.iter().map(annotation).collect::<Vec<_>>().join(", ")),
         JitType::Optional(e) => format!("Optional[{}]", annotation(e)),
+        JitType::Dict(k, v) => format!("Dict[{}, {}]", annotation(k), annotation(v)),
     }
 }
 
@@ -415,6 +493,36 @@ impl Printer<'_> {
                 let a = self.uses(ins)?;
                 format!("{} in {}", a[1], a[0])
             }
+            "prim::DictConstruct" => {
+                let items = self.uses(ins)?;
+                let pairs: Vec<String> = items.chunks(2).map(|p| format!("{}: {}", p[0], p[1])).collect();
+                format!("annotate({}, {{{}}})", annotation(g.value_type(outs[0])), pairs.join(", "))
+            }
+            "aten::keys" | "aten::values" | "aten::items" | "aten::get" if is_container(g, ins.first()) => {
+                format!("torch.{}({})", &kind[6..], self.uses(ins)?.join(", "))
+            }
+            "aten::copy" if is_container(g, ins.first()) => format!("{}.copy()", self.use_of(ins[0])?),
+            "aten::_set_item" | "aten::Delete" | "aten::update" | "aten::clear" | "aten::pop" | "aten::setdefault"
+                if is_container(g, ins.first()) =>
+            {
+                let target = self.changeable(n, indent)?;
+                let mut args = vec![target.clone()];
+                args.extend(self.uses(&ins[1..])?);
+                let call = format!("torch.{}({})", &kind[6..], args.join(", "));
+                // The container after the change is the changed object; `pop` and
+                // `setdefault` give the value first.
+                if let Some(&after) = outs.last() {
+                    self.names.insert(after, target);
+                }
+                match outs {
+                    [value, _] => {
+                        let v = self.name(*value);
+                        self.line(indent, &format!("{v} = {call}"));
+                    }
+                    _ => self.line(indent, &call),
+                }
+                return Ok(());
+            }
             "aten::append" => {
                 // Our IR's append gives the list after it as a new value (the importer rebinds
                 // every name of the old one); in TorchScript the list is changed in place, so
@@ -485,6 +593,24 @@ impl Printer<'_> {
         let text = if lhs.is_empty() { rhs } else { format!("{} = {rhs}", lhs.join(", ")) };
         self.line(indent, &text);
         Ok(())
+    }
+
+    /// The name of an object that node `n` may change in place for its first input: the
+    /// input's own, or a fresh copy (Note [Printing TorchScript], "Dicts and list updates").
+    fn changeable(&mut self, n: NodeId, indent: usize) -> Result<String> {
+        let c = self.g.inputs_of(n)[0];
+        let cur = self.use_of(c)?;
+        if self.g.constant_value(c).is_none() && owned(self.g, c) && read_only_before(self.g, c, n) {
+            return Ok(cur);
+        }
+        let copy = if matches!(self.g.value_type(c), JitType::Dict(..)) {
+            format!("{cur}.copy()")
+        } else {
+            format!("torch.list({cur})")
+        };
+        let fresh = self.fresh("_");
+        self.line(indent, &format!("{fresh} = {copy}"));
+        Ok(fresh)
     }
 
     fn if_node(&mut self, n: NodeId, indent: usize) -> Result<()> {

@@ -134,6 +134,13 @@ impl TracingState {
                 let n = self.graph.append_node(b, "prim::TupleConstruct", &ids, vec![ty]);
                 self.graph.outputs_of(n)[0]
             }
+            IValue::Dict(entries) => {
+                let ids: Vec<ValueId> =
+                    entries.iter().flat_map(|(k, v)| [self.value_of(k, op), self.value_of(v, op)]).collect();
+                let b = self.root();
+                let n = self.graph.append_node(b, "prim::DictConstruct", &ids, vec![type_of(v)]);
+                self.graph.outputs_of(n)[0]
+            }
         }
     }
 
@@ -165,6 +172,11 @@ pub fn type_of(v: &IValue) -> JitType {
         IValue::Device(_) => JitType::Device,
         IValue::Generator(_) => JitType::Generator,
         IValue::Tuple(vs) => JitType::Tuple(vs.iter().map(type_of).collect()),
+        // An empty dict is `Dict(str, Tensor)`, TorchScript's default for `{}`.
+        IValue::Dict(entries) => {
+            let (k, v) = entries.first().map_or((JitType::Str, JitType::tensor()), |(k, v)| (type_of(k), type_of(v)));
+            JitType::Dict(Box::new(k.erased()), Box::new(v.erased()))
+        }
     }
 }
 

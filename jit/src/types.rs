@@ -74,6 +74,8 @@ pub enum JitType {
     Tuple(Vec<JitType>),
     /// `T?`.
     Optional(Box<JitType>),
+    /// `Dict(K, V)` (Note [Dicts]).
+    Dict(Box<JitType>, Box<JitType>),
 }
 
 impl JitType {
@@ -95,6 +97,7 @@ impl JitType {
             JitType::List(t) => JitType::List(Box::new(t.erased())),
             JitType::Tuple(ts) => JitType::Tuple(ts.iter().map(JitType::erased).collect()),
             JitType::Optional(t) => JitType::Optional(Box::new(t.erased())),
+            JitType::Dict(k, v) => JitType::Dict(Box::new(k.erased()), Box::new(v.erased())),
             other => other.clone(),
         }
     }
@@ -172,6 +175,7 @@ impl fmt::Display for JitType {
                 f.write_str(")")
             }
             JitType::Optional(t) => write!(f, "{t}?"),
+            JitType::Dict(k, v) => write!(f, "Dict({k}, {v})"),
         }
     }
 }

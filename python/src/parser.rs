@@ -946,5 +946,12 @@ pub fn to_python(py: Python<'_>, v: IValue) -> PyResult<Py<PyAny>> {
             let items = items.into_iter().map(|i| to_python(py, i)).collect::<PyResult<Vec<_>>>()?;
             PyTuple::new(py, items)?.into_any().unbind()
         }
+        IValue::Dict(entries) => {
+            let d = PyDict::new(py);
+            for (k, v) in entries {
+                d.set_item(to_python(py, k)?, to_python(py, v)?)?;
+            }
+            d.into_any().unbind()
+        }
     })
 }

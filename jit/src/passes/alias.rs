@@ -9,7 +9,8 @@
 //!   tensor inputs;
 //! - containers and their items are one class: `prim::ListConstruct`, `TupleConstruct`,
 //!   `ListUnpack`, `TupleUnpack`, `TupleIndex`, `ListIndex`, `__getitem__`, `aten::append`,
-//!   `prim::unchecked_cast`, a list's `aten::slice`;
+//!   `prim::unchecked_cast`, a list's `aten::slice`, and a dict's construction, entries and
+//!   changes (Note [Dicts]);
 //! - a block's parameters and returns join the values of the `If`/`Loop` that flow into and out
 //!   of them;
 //! - every tensor input of the graph is one class: the caller may pass one tensor twice;
@@ -79,7 +80,17 @@ impl AliasDb {
             | "aten::__getitem__"
             | "aten::append"
             | "prim::unchecked_cast"
+            | "prim::DictConstruct"
             | "aten::list" => self.together(g, n),
+            // Dict operations, and the list forms of `_set_item` and `Delete` (Note [Dicts]).
+            "aten::keys" | "aten::values" | "aten::items" | "aten::get" | "aten::_set_item" | "aten::Delete"
+            | "aten::pop" | "aten::setdefault" | "aten::update" | "aten::clear" | "aten::copy"
+                if ins.first().is_some_and(|&c| {
+                    matches!(g.value_type(c), crate::types::JitType::Dict(..) | crate::types::JitType::List(_))
+                }) =>
+            {
+                self.together(g, n)
+            }
             // A list made of two lists holds their items.
             "aten::add" if matches!(g.value_type(outs[0]), crate::types::JitType::List(_)) => self.together(g, n),
             // A slice of a list holds the list's items.
@@ -194,6 +205,7 @@ fn may_hold_tensor(t: &crate::types::JitType) -> bool {
     match t {
         JitType::Tensor(_) => true,
         JitType::List(e) | JitType::Optional(e) => may_hold_tensor(e),
+        JitType::Dict(k, v) => may_hold_tensor(k) || may_hold_tensor(v),
         JitType::Tuple(ts) => ts.iter().any(may_hold_tensor),
         _ => false,
     }

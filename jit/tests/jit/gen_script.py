@@ -10,7 +10,7 @@ every model). Needs only PyTorch.
 import os
 import sys
 import warnings
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -163,6 +163,45 @@ class ScriptLoop(nn.Module):
         return h
 
 
+class DictRoute(nn.Module):
+    """Dicts: an annotated empty one filled by `d[k] = v`, literals keyed by strings and ints,
+    `in`, `get` with and without a default, iteration over items and keys, `pop`, `del`,
+    `update`, `len`, `keys()` and `values()`; which heads run depends on the input's sign."""
+
+    def __init__(self):
+        super().__init__()
+        self.fa = nn.Linear(4, 3)
+        self.fb = nn.Linear(4, 3)
+
+    def forward(self, x, scale: float):
+        feats: Dict[str, torch.Tensor] = {}
+        feats["a"] = self.fa(x)
+        feats["b"] = self.fb(x)
+        weights = {"a": 1.0, "b": -0.5}
+        if float(x.sum()) > 0:
+            feats["pos"] = torch.relu(x[:, :3])
+            weights["pos"] = scale
+        out = torch.zeros(x.size(0), 3)
+        for k, v in feats.items():
+            out = out + v * weights.get(k, 0.0)
+        n = len(feats)
+        extra = feats.get("pos")
+        if extra is not None:
+            out = out - extra
+        first = feats.pop("a")
+        del weights["b"]
+        counts = {0: 1}
+        for i in range(x.size(0)):
+            counts[i % 2] = counts.get(i % 2, 0) + 1
+        total = 0
+        for k in counts:
+            total += counts[k] * (k + 1)
+        feats.update({"z": first * 2.0})
+        names = list(feats.keys())
+        rest = torch.stack(list(feats.values())).sum(0)
+        return out, first + feats["z"], n, len(names), total, len(weights), rest
+
+
 def scalar(v):
     return torch.tensor(v, dtype=torch.int64 if isinstance(v, int) else torch.float64)
 
@@ -185,6 +224,7 @@ def main():
         "s_tuple": (TupleReturn(), [[torch.randn(2, 4)], [torch.randn(7, 4)]]),
         "s_list_stack": (ListStack(), [[torch.randn(2, 5, 3)], [torch.randn(4, 2, 3)]]),
         "s_greedy": (greedy, [[h0, 1, 12], [torch.randn(1, 8), 3, 6]]),
+        "s_dict": (DictRoute(), [[torch.rand(3, 4), 0.7], [-torch.rand(2, 4), 2.0]]),
         # 50 steps of batch 8, as the bench row runs it.
         "w7_script_loop": (ScriptLoop(), [[torch.randn(50, 8, 32)], [torch.randn(3, 2, 32)]]),
     }

@@ -62,8 +62,9 @@ pub(crate) fn assert_matches(ours: &IValue, theirs: &Tensor, what: &str) {
 
 /// Data-dependent `if`, `for` over time steps, `while` with `break`, loops over a ModuleList and
 /// a Sequential, an Optional argument, a tuple return, a list built with append and stacked,
-/// greedy decoding with an early exit, and the GRU-cell loop of the `W7.script_loop` bench row.
-pub(crate) const SCRIPTED: [&str; 9] = [
+/// greedy decoding with an early exit, dicts, and the GRU-cell loop of the `W7.script_loop` bench
+/// row.
+pub(crate) const SCRIPTED: [&str; 10] = [
     "s_branch",
     "s_rnn_loop",
     "s_while_break",
@@ -72,6 +73,7 @@ pub(crate) const SCRIPTED: [&str; 9] = [
     "s_tuple",
     "s_list_stack",
     "s_greedy",
+    "s_dict",
     "w7_script_loop",
 ];
 
@@ -176,6 +178,30 @@ def f(lo: int, hi: int, step: int):
         n += 1
         last = i
     return n, last
+";
+
+/// Dicts changed in loops and branches, a copy taken before later changes, `del` on a path
+/// the data decides, a list element set: the cases of Note [Printing TorchScript]'s "Dicts and
+/// list updates" (a change in place, on a copy, and on a loop-carried dict).
+pub(crate) const DICTS: &str = "
+def f(x: Tensor, n: int):
+    d: Dict[int, Tensor] = {}
+    seen = {0: 0, 1: 0}
+    for i in range(n):
+        d[i % 3] = x * float(i)
+        seen[i % 2] = seen[i % 2] + 1
+    snapshot = d.copy()
+    before = d
+    if 0 in d:
+        del d[0]
+    total = torch.zeros([1])
+    for k, v in d.items():
+        total = total + v * float(k)
+    ks = list(d.keys())
+    marks = [0, 0, 0]
+    for k in ks:
+        marks[k] = 1
+    return total, len(ks), len(snapshot), len(before), seen[0], seen[1], snapshot.get(0, x), marks[1] + 2 * marks[2]
 ";
 
 /// An Optional argument, a list built with `append` in an `enumerate` loop, a helper
@@ -538,4 +564,142 @@ def f(x: Tensor, k: float = 2.5, flag: bool = False, why: str = "abc", m: Option
     assert_eq!(floats(&back.forward_values(std::slice::from_ref(&x)).unwrap()[0]), vec![2.5, 5.0]);
     assert_eq!(back.input_defaults().len(), 5);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn dicts_keep_pythons_order_lookups_and_errors() {
+    // Insertion order (a key set again keeps its place), lookups, `in`, `get`, `pop` with and
+    // without a default, `setdefault`, `update`, `del`, `clear`, iteration over keys and
+    // items, int keys, and a copy that later changes do not reach.
+    let src = r#"
+def f(x: Tensor, n: int):
+    d = {"b": 1, "a": 2}
+    d["c"] = 3
+    d["b"] = 10
+    snap = d.copy()
+    d.update({"a": 20, "e": 5})
+    had = "a" in d
+    missing = "zz" not in d
+    got = d.get("zz")
+    dflt = d.get("zz", -1)
+    p = d.pop("c")
+    q = d.pop("zz", 7)
+    s = d.setdefault("f", 6)
+    s2 = d.setdefault("b", 99)
+    del d["e"]
+    keys = list(d.keys())
+    vals = list(d.values())
+    total = 0
+    for k, v in d.items():
+        total += v
+    order = ""
+    for k in d:
+        order = order + k
+    squares: Dict[int, int] = {}
+    for i in range(n):
+        squares[i] = i * i
+    t: Dict[int, Tensor] = {}
+    t[0] = x
+    t[1] = x * 2.0
+    snap.clear()
+    return order, keys, vals, total, had, missing, got is None, dflt, p, q, s, s2, len(snap), len(squares), squares[n - 1], t[1]
+"#;
+    let m = jit::script(src).unwrap();
+    assert!(m.graph().to_string().contains("Dict(str, int)"), "{}", m.graph());
+    let out = m.forward_values(&[IValue::Tensor(t(&[1.5])), IValue::Int(4)]).unwrap();
+    let IValue::Tuple(items) = &out[0] else { panic!("{out:?}") };
+    let expected = [
+        "Str(\"baf\")",
+        "Tuple([Str(\"b\"), Str(\"a\"), Str(\"f\")])",
+        "IntList([10, 20, 6])",
+        "Int(36)",
+        "Bool(true)",
+        "Bool(true)",
+        "Bool(true)",
+        "Int(-1)",
+        "Int(3)",
+        "Int(7)",
+        "Int(6)",
+        "Int(10)",
+        "Int(0)",
+        "Int(4)",
+        "Int(9)",
+    ];
+    let shown: Vec<String> = items[..15].iter().map(|v| format!("{v:?}")).collect();
+    assert_eq!(shown, expected);
+    assert_eq!(floats(&items[15]), [3.0]);
+    // The same after the graph passes (CSE may merge equal dict literals: values, not objects).
+    let mut optimized = jit::script(src).unwrap();
+    optimized.optimize();
+    let again = optimized.forward_values(&[IValue::Tensor(t(&[1.5])), IValue::Int(4)]).unwrap();
+    let IValue::Tuple(items) = &again[0] else { panic!("{again:?}") };
+    let shown: Vec<String> = items[..15].iter().map(|v| format!("{v:?}")).collect();
+    assert_eq!(shown, expected, "optimized");
+    assert_eq!(floats(&items[15]), [3.0]);
+
+    // Tensor keys are by identity, as in Python.
+    let src = "
+def g(x: Tensor, y: Tensor):
+    d: Dict[Tensor, int] = {}
+    d[x] = 1
+    d[y] = 2
+    d[x] = 3
+    return len(d), d[x]
+";
+    let m = jit::script(src).unwrap();
+    let a = Tensor::from_slice(&[1.0f32]);
+    let same = m.forward_values(&[IValue::Tensor(a.clone()), IValue::Tensor(a.clone())]).unwrap();
+    assert_eq!(format!("{:?}", same[0]), "Tuple([Int(1), Int(3)])");
+    let equal_values = m.forward_values(&[IValue::Tensor(a), IValue::Tensor(t(&[1.0]))]).unwrap();
+    assert_eq!(format!("{:?}", equal_values[0]), "Tuple([Int(2), Int(3)])");
+}
+
+#[test]
+fn dict_errors_are_pythons() {
+    let src = r#"
+def f(k: str):
+    d = {"a": 1}
+    return d[k]
+"#;
+    let m = jit::script(src).unwrap();
+    let err = m.forward_values(&[IValue::Str("b".into())]).unwrap_err().to_string();
+    assert!(err.contains("KeyError: 'b'"), "{err}");
+    let src = "
+def f(k: str):
+    d = {\"a\": 1}
+    del d[k]
+    return len(d)
+";
+    let err = jit::script(src).unwrap().forward_values(&[IValue::Str("q".into())]).unwrap_err().to_string();
+    assert!(err.contains("KeyError: 'q'"), "{err}");
+    // Types are checked when the source compiles.
+    for (src, want) in [
+        ("def f(x: int):\n    d = {\"a\": 1, 2: 3}\n    return d\n", "dict keys of types str and int"),
+        ("def f(x: int):\n    d = {\"a\": 1}\n    return d[x]\n", "a dict key of type int where str is expected"),
+        ("def f(x: int):\n    d = {\"a\": 1}\n    d[\"b\"] = 2.5\n    return d\n", "a dict value of type float"),
+        ("def f(x: int):\n    d: Dict[str, int] = {\"a\": 1.5}\n    return d\n", "a dict value of type float"),
+        ("def f(x: int):\n    d = {[1]: 1}\n    return d\n", "keys are str, int, float, bool or Tensor"),
+        ("def f(x: int):\n    d = {\"a\": 1}\n    d.frobnicate()\n    return d\n", "dict method 'frobnicate'"),
+    ] {
+        let err = jit::script(src).err().unwrap_or_else(|| panic!("compiled: {src}")).to_string();
+        assert!(err.contains(want), "{src}: {err}");
+    }
+}
+
+#[test]
+fn all_and_any_take_lists_of_numbers_and_strings() {
+    // What scripted transformer layers call on the lengths of their `__torch_function__` dicts.
+    let src = r#"
+def f(n: int, x: float):
+    ints = [0, n]
+    floats = [x, 1.0]
+    strs = ["", "a"]
+    return all(ints), any(ints), all(floats), any([0.0]), all(strs), any(strs), torch.any(annotate(List[int], []))
+"#;
+    let m = jit::script(src).unwrap();
+    let out = m.forward_values(&[IValue::Int(3), IValue::Double(0.0)]).unwrap();
+    assert_eq!(
+        format!("{:?}", out[0]),
+        "Tuple([Bool(false), Bool(true), Bool(false), Bool(false), Bool(false), Bool(true), Bool(false)])"
+    );
 }

@@ -8,7 +8,7 @@ use nn::Module;
 
 use super::load::{assert_close, io, models, MODELS};
 use super::script::{
-    assert_matches, flatten, inputs, LOOP_BREAK_CONTINUE, OPTIONAL_LIST, RANGES, SCRIPTED, WHILE_TRUE,
+    assert_matches, flatten, inputs, DICTS, LOOP_BREAK_CONTINUE, OPTIONAL_LIST, RANGES, SCRIPTED, WHILE_TRUE,
 };
 
 /// A fresh directory for one test (removed by the test when it passes).
@@ -65,7 +65,7 @@ fn scripted_archives_written_as_torchscript_keep_their_control_flow() {
 /// TorchScript functions with every kind of control flow our printer writes (`for` over a
 /// range with `break` and `continue`, `while True` with a data-dependent exit, ranges with
 /// negative steps, an Optional argument, a list built with append, early returns, a raise on a
-/// path these inputs do not take), and input sets for them.
+/// path these inputs do not take, dicts and list elements changed), and input sets for them.
 fn sources() -> Vec<(&'static str, &'static str, Vec<Vec<IValue>>)> {
     let t = |v: &[f32]| IValue::Tensor(aten::Tensor::from_slice(v));
     vec![
@@ -91,6 +91,15 @@ fn sources() -> Vec<(&'static str, &'static str, Vec<Vec<IValue>>)> {
                 vec![t(&[1.0, 2.0]), t(&[1.0, 1.0]), IValue::Int(2)],
                 vec![t(&[1.0, 2.0]), IValue::None, IValue::Int(3)],
                 vec![t(&[1.0, 2.0]), IValue::None, IValue::Int(0)],
+            ],
+        ),
+        (
+            "dicts",
+            DICTS,
+            vec![
+                vec![t(&[1.0, 2.0]), IValue::Int(5)],
+                vec![t(&[0.5]), IValue::Int(1)],
+                vec![t(&[3.0]), IValue::Int(0)],
             ],
         ),
     ]
